@@ -1,0 +1,112 @@
+//! The filesystem seam: every byte the engine reads or writes goes through [`Env`].
+//!
+//! [`DiskEnv`] is the real filesystem; [`MemEnv`] keeps files in memory for tests and
+//! benchmarks. Fault-injecting and crash-simulating filesystems are further
+//! implementations of the same traits, so no engine code touches `std::fs` directly.
+//!
+//! Contracts every implementation keeps:
+//! - E1 `RandomAccessFile::read_at` fills the buffer unless the file ends first; it returns
+//!   fewer bytes only at end of file.
+//! - E2 `SequentialFile::read` returns 0 only at end of file.
+//! - E3 bytes given to `WritableFile::append` are visible to readers of the same `Env`
+//!   after `flush`; they are durable after `sync` returns `Ok`.
+//! - E4 a file lock excludes every other holder, in this process or another, until the
+//!   [`FileLock`] is dropped.
+
+mod disk;
+mod mem;
+
+use std::fmt::Debug;
+use std::path::Path;
+use std::sync::Arc;
+
+pub use disk::DiskEnv;
+pub use mem::MemEnv;
+
+use crate::error::Result;
+
+/// A file read from start to end (logs and manifests during recovery).
+pub trait SequentialFile: Send {
+    /// Reads up to `buf.len()` bytes; 0 means end of file.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize>;
+}
+
+/// A file read at arbitrary offsets by many threads at once (tables).
+pub trait RandomAccessFile: Send + Sync {
+    /// Reads into `buf` from `offset`; fewer bytes than asked only at end of file.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize>;
+}
+
+/// A file written by appending (logs, manifests, tables).
+pub trait WritableFile: Send {
+    /// Appends `data`; it may sit in a buffer until [`WritableFile::flush`].
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system.
+    fn flush(&mut self) -> Result<()>;
+    /// Flushes, then makes the file's contents durable.
+    fn sync(&mut self) -> Result<()>;
+}
+
+/// Holds a database's `LOCK` file; the lock is released on drop.
+pub trait FileLock: Send + Sync + Debug {}
+
+/// The filesystem operations the engine needs.
+pub trait Env: Send + Sync + Debug {
+    /// Opens an existing file for reading from the start.
+    fn new_sequential(&self, path: &Path) -> Result<Box<dyn SequentialFile>>;
+    /// Opens an existing file for positioned reads.
+    fn new_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Creates `path`, or truncates it, for writing.
+    fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens `path` for appending, creating it when missing.
+    fn new_appendable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// True if `path` exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// The names (not paths) of the entries in `dir`.
+    fn children(&self, dir: &Path) -> Result<Vec<String>>;
+    /// Size of the file in bytes.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Deletes a file.
+    fn remove_file(&self, path: &Path) -> Result<()>;
+    /// Creates a directory and its parents.
+    fn create_dir_all(&self, dir: &Path) -> Result<()>;
+    /// Removes an empty directory.
+    fn remove_dir(&self, dir: &Path) -> Result<()>;
+    /// Renames `from` to `to`, replacing `to` atomically if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes the directory's entries (creations, renames, deletions) durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes the exclusive lock on `path`, creating the file if needed.
+    fn lock_file(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+impl WritableFile for Vec<u8> {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.extend_from_slice(data);
+        Ok(())
+    }
+    fn flush(&mut self) -> Result<()> {
+        Ok(())
+    }
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A byte slice read sequentially (tests and tools).
+impl SequentialFile for std::io::Cursor<Vec<u8>> {
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize> {
+        std::io::Read::read(self, buf).map_err(|e| crate::Error::io("read from memory", e))
+    }
+}
+
+/// A byte vector read at offsets (tests and tools).
+impl RandomAccessFile for Vec<u8> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
+        let src = self.get(start..).unwrap_or_default();
+        let n = src.len().min(buf.len());
+        buf[..n].copy_from_slice(&src[..n]);
+        Ok(n)
+    }
+}
