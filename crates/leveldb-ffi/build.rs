@@ -1,1 +1,3 @@
-fn main() { println!("cargo:rustc-link-lib=leveldb"); }
+fn main() {
+    println!("cargo:rustc-link-lib=leveldb");
+}

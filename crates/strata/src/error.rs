@@ -26,7 +26,11 @@ impl fmt::Display for Corruption {
         if self.file.is_empty() {
             write!(f, "at offset {}: {}", self.offset, self.what)
         } else {
-            write!(f, "in {} at offset {}: {}", self.file, self.offset, self.what)
+            write!(
+                f,
+                "in {} at offset {}: {}",
+                self.file, self.offset, self.what
+            )
         }
     }
 }
@@ -100,6 +104,23 @@ impl Error {
         match self {
             Error::Corruption(c) => Some(c),
             _ => None,
+        }
+    }
+}
+
+impl Clone for Error {
+    /// Iterators keep their first error and hand out copies; an I/O error is copied as its
+    /// kind and message (the OS error itself cannot be cloned).
+    fn clone(&self) -> Self {
+        match self {
+            Error::Corruption(c) => Error::Corruption(c.clone()),
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: std::io::Error::new(source.kind(), source.to_string()),
+            },
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::NotFound(s) => Error::NotFound(s.clone()),
+            Error::NotSupported(s) => Error::NotSupported(s.clone()),
         }
     }
 }

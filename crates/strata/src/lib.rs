@@ -1,7 +1,28 @@
+//! Strata: an embedded LSM-tree key-value store that reads and writes LevelDB 1.23's
+//! on-disk format.
+//!
+//! The module map (see `docs/architecture.md`):
+//! - [`coding`], [`checksum`]: bytes to integers, CRC-32C with LevelDB's mask.
+//! - [`env`]: the filesystem seam; nothing else touches `std::fs`.
+//! - [`log`]: the block-structured log that holds the WAL and the manifest.
+//! - [`key`], [`batch`]: internal keys and their order, write batches.
+//! - [`filter`]: the Bloom filter policy.
+//! - [`sstable`]: blocks, filter blocks and sorted tables.
+//! - [`version`]: version edits (manifest records).
+
 #![deny(unsafe_code)]
+
+pub mod batch;
 pub mod checksum;
 pub mod coding;
 pub mod env;
 mod error;
+pub mod filter;
+pub mod iter;
+pub mod key;
 pub mod log;
+pub mod sstable;
+pub mod version;
+
+pub use batch::WriteBatch;
 pub use error::{Corruption, Error, Result};

@@ -78,7 +78,9 @@ struct DiskWritable {
 
 impl DiskWritable {
     fn write_out(&mut self, data: &[u8]) -> Result<()> {
-        self.file.write_all(data).map_err(io_err("write", &self.path))
+        self.file
+            .write_all(data)
+            .map_err(io_err("write", &self.path))
     }
 }
 
@@ -110,7 +112,9 @@ impl WritableFile for DiskWritable {
 
     fn sync(&mut self) -> Result<()> {
         self.flush()?;
-        self.file.sync_data().map_err(io_err("fdatasync", &self.path))
+        self.file
+            .sync_data()
+            .map_err(io_err("fdatasync", &self.path))
     }
 }
 

@@ -209,7 +209,10 @@ impl Env for MemEnv {
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         let mut st = self.state();
-        let f = st.files.remove(from).ok_or_else(|| not_found("rename", from))?;
+        let f = st
+            .files
+            .remove(from)
+            .ok_or_else(|| not_found("rename", from))?;
         st.files.insert(to.to_path_buf(), f);
         Ok(())
     }
@@ -250,7 +253,11 @@ mod tests {
         let r = env.new_random_access(&p).unwrap();
         w.append(b"def").unwrap();
         let mut buf = [0u8; 8];
-        assert_eq!(r.read_at(1, &mut buf).unwrap(), 5, "reader sees later appends");
+        assert_eq!(
+            r.read_at(1, &mut buf).unwrap(),
+            5,
+            "reader sees later appends"
+        );
         assert_eq!(&buf[..5], b"bcdef");
         assert_eq!(env.children(dir).unwrap(), vec!["000001.log".to_string()]);
         env.rename(&p, &dir.join("x")).unwrap();

@@ -103,7 +103,9 @@ impl SequentialFile for std::io::Cursor<Vec<u8>> {
 /// A byte vector read at offsets (tests and tools).
 impl RandomAccessFile for Vec<u8> {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
-        let start = usize::try_from(offset).unwrap_or(usize::MAX).min(self.len());
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(self.len());
         let src = self.get(start..).unwrap_or_default();
         let n = src.len().min(buf.len());
         buf[..n].copy_from_slice(&src[..n]);

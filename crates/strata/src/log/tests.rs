@@ -20,7 +20,9 @@ fn read_all(bytes: Vec<u8>) -> (Vec<Vec<u8>>, Vec<Dropped>) {
 }
 
 fn record(n: usize, seed: u8) -> Vec<u8> {
-    (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
 }
 
 #[test]
@@ -32,8 +34,22 @@ fn empty_file_has_no_records() {
 
 #[test]
 fn round_trip_across_blocks() {
-    let sizes = [0, 1, 100, BLOCK_SIZE - HEADER_SIZE, BLOCK_SIZE, 3 * BLOCK_SIZE + 17, 5, 0, 70_000];
-    let records: Vec<_> = sizes.iter().enumerate().map(|(i, &n)| record(n, i as u8)).collect();
+    let sizes = [
+        0,
+        1,
+        100,
+        BLOCK_SIZE - HEADER_SIZE,
+        BLOCK_SIZE,
+        3 * BLOCK_SIZE + 17,
+        5,
+        0,
+        70_000,
+    ];
+    let records: Vec<_> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| record(n, i as u8))
+        .collect();
     let bytes = write_all(&records);
     let (back, dropped) = read_all(bytes);
     assert_eq!(back, records);
@@ -88,12 +104,20 @@ fn writer_continues_an_existing_file() {
 fn truncated_tail_is_a_torn_tail_not_corruption() {
     let records = vec![record(1000, 1), record(2000, 2), record(50_000, 3)];
     let full = write_all(&records);
-    for cut in [full.len() - 1, full.len() - 40_000, 1000 + HEADER_SIZE + 3000, 1000 + HEADER_SIZE + 2] {
+    for cut in [
+        full.len() - 1,
+        full.len() - 40_000,
+        1000 + HEADER_SIZE + 3000,
+        1000 + HEADER_SIZE + 2,
+    ] {
         let (back, dropped) = read_all(full[..cut].to_vec());
         assert!(back.len() < 3);
         assert_eq!(back, records[..back.len()].to_vec());
         assert!(!dropped.is_empty(), "cut at {cut}");
-        assert!(dropped.iter().all(|d| d.reason.is_torn_tail()), "cut at {cut}: {dropped:?}");
+        assert!(
+            dropped.iter().all(|d| d.reason.is_torn_tail()),
+            "cut at {cut}: {dropped:?}"
+        );
     }
 }
 
@@ -136,7 +160,11 @@ fn missing_start_and_partial_records_are_reported() {
     let reasons: Vec<_> = dropped.iter().map(|d| d.reason).collect();
     assert_eq!(
         reasons,
-        vec![DropReason::BadChecksum, DropReason::MissingStart, DropReason::MissingStart]
+        vec![
+            DropReason::BadChecksum,
+            DropReason::MissingStart,
+            DropReason::MissingStart
+        ]
     );
     // Damage the second block: FIRST is read, then its MIDDLE is lost.
     let mut damaged = bytes;
@@ -146,7 +174,11 @@ fn missing_start_and_partial_records_are_reported() {
     let reasons: Vec<_> = dropped.iter().map(|d| d.reason).collect();
     assert_eq!(
         reasons,
-        vec![DropReason::BadChecksum, DropReason::PartialRecord, DropReason::MissingStart]
+        vec![
+            DropReason::BadChecksum,
+            DropReason::PartialRecord,
+            DropReason::MissingStart
+        ]
     );
 }
 

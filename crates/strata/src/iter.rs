@@ -1,0 +1,31 @@
+//! The one cursor trait every sorted layer implements: blocks, tables, memtables, merging
+//! and database iterators.
+//!
+//! A cursor is either positioned at an entry (`valid()`) or not. Positioning calls never
+//! return errors; a cursor that meets an error becomes invalid and keeps the first error
+//! for [`Cursor::status`]. So a loop is `while c.valid() { ...; c.next() }` followed by
+//! `c.status()?`: an error can never pass for the end of the data.
+
+use crate::error::Result;
+
+/// A position in a sorted sequence of `(key, value)` entries.
+pub trait Cursor {
+    /// True when positioned at an entry.
+    fn valid(&self) -> bool;
+    /// Moves to the first entry.
+    fn seek_to_first(&mut self);
+    /// Moves to the last entry.
+    fn seek_to_last(&mut self);
+    /// Moves to the first entry whose key is at or after `target`.
+    fn seek(&mut self, target: &[u8]);
+    /// Moves to the next entry. Requires: `valid()` (otherwise does nothing).
+    fn next(&mut self);
+    /// Moves to the previous entry. Requires: `valid()` (otherwise does nothing).
+    fn prev(&mut self);
+    /// The current key; empty when not valid.
+    fn key(&self) -> &[u8];
+    /// The current value; empty when not valid.
+    fn value(&self) -> &[u8];
+    /// The first error met, if any.
+    fn status(&self) -> Result<()>;
+}

@@ -1,0 +1,333 @@
+//! Internal keys and their order. Format: `docs/format/table.md#internal-keys`.
+//!
+//! Every entry in a memtable or table is stored under an *internal key*:
+//!
+//! ```text
+//! user_key | fixed64(seqnum << 8 | type)      type: 1 value, 0 deletion
+//! ```
+//!
+//! Invariants:
+//! - K1 seqnums are at most [`MAX_SEQNUM`] (56 bits).
+//! - K2 internal keys order by user key ascending (bytewise), then by the packed tag
+//!   *descending*: the newest version of a key comes first.
+//! - K3 a lookup for "`key` as of `seqnum`" seeks to `key | tag(seqnum, Value)`; since
+//!   `Value` is the highest type, that sorts before every entry of `key` with a seqnum
+//!   at most `seqnum`.
+//!
+//! The default comparator is bytewise, named [`BYTEWISE_COMPARATOR`] in manifests.
+//! Comparing never panics, even on keys shorter than the 8-byte tag (bytes from disk are
+//! untrusted): such a key compares as a user key with tag 0.
+
+use std::cmp::Ordering;
+
+use crate::coding::{decode_fixed64, put_fixed64};
+
+/// A sequence number: the position of a write in the database's history.
+pub type SeqNum = u64;
+
+/// The largest sequence number (56 bits).
+pub const MAX_SEQNUM: SeqNum = (1 << 56) - 1;
+
+/// The comparator name LevelDB records for bytewise order.
+pub const BYTEWISE_COMPARATOR: &str = "leveldb.BytewiseComparator";
+
+/// Size of the tag that ends every internal key.
+pub const TAG_SIZE: usize = 8;
+
+/// What an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[repr(u8)]
+pub enum ValueType {
+    /// A tombstone: the key was deleted.
+    Deletion = 0,
+    /// A value.
+    Value = 1,
+}
+
+impl ValueType {
+    /// The type stored in `b`, if it is one.
+    pub fn from_byte(b: u8) -> Option<Self> {
+        match b {
+            0 => Some(ValueType::Deletion),
+            1 => Some(ValueType::Value),
+            _ => None,
+        }
+    }
+}
+
+/// Packs a seqnum and type into a tag. Requires: `seqnum <= MAX_SEQNUM`.
+#[inline]
+pub fn pack_tag(seqnum: SeqNum, ty: ValueType) -> u64 {
+    debug_assert!(seqnum <= MAX_SEQNUM);
+    (seqnum << 8) | ty as u64
+}
+
+/// Appends `user_key | tag(seqnum, ty)` to `dst`.
+#[inline]
+pub fn append_internal_key(dst: &mut Vec<u8>, user_key: &[u8], seqnum: SeqNum, ty: ValueType) {
+    dst.extend_from_slice(user_key);
+    put_fixed64(dst, pack_tag(seqnum, ty));
+}
+
+/// Builds `user_key | tag(seqnum, ty)`.
+pub fn make_internal_key(user_key: &[u8], seqnum: SeqNum, ty: ValueType) -> Vec<u8> {
+    let mut k = Vec::with_capacity(user_key.len() + TAG_SIZE);
+    append_internal_key(&mut k, user_key, seqnum, ty);
+    k
+}
+
+/// The user-key part of an internal key (all of it if shorter than a tag).
+#[inline]
+pub fn user_key(ikey: &[u8]) -> &[u8] {
+    match ikey.len().checked_sub(TAG_SIZE) {
+        Some(at) => &ikey[..at],
+        None => ikey,
+    }
+}
+
+/// The tag of an internal key (0 if shorter than a tag).
+#[inline]
+pub fn tag(ikey: &[u8]) -> u64 {
+    ikey.len()
+        .checked_sub(TAG_SIZE)
+        .and_then(|at| decode_fixed64(&ikey[at..]))
+        .unwrap_or(0)
+}
+
+/// An internal key split into its parts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ParsedInternalKey<'a> {
+    /// The key the user wrote.
+    pub user_key: &'a [u8],
+    /// When it was written.
+    pub seqnum: SeqNum,
+    /// Value or deletion.
+    pub ty: ValueType,
+}
+
+impl<'a> ParsedInternalKey<'a> {
+    /// Splits `ikey`; `None` if it is shorter than a tag or its type is unknown.
+    pub fn parse(ikey: &'a [u8]) -> Option<Self> {
+        let at = ikey.len().checked_sub(TAG_SIZE)?;
+        let tag = decode_fixed64(&ikey[at..])?;
+        Some(ParsedInternalKey {
+            user_key: &ikey[..at],
+            seqnum: tag >> 8,
+            ty: ValueType::from_byte(tag as u8)?,
+        })
+    }
+}
+
+impl std::fmt::Display for ParsedInternalKey<'_> {
+    /// Pebble's notation: `key#seqnum,SET` or `key#seqnum,DEL`, the key escaped.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match self.ty {
+            ValueType::Value => "SET",
+            ValueType::Deletion => "DEL",
+        };
+        write!(f, "{}#{},{kind}", self.user_key.escape_ascii(), self.seqnum)
+    }
+}
+
+/// K2: user key ascending, then tag descending.
+#[inline]
+pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
+    match user_key(a).cmp(user_key(b)) {
+        Ordering::Equal => tag(b).cmp(&tag(a)),
+        ord => ord,
+    }
+}
+
+/// A total order on keys stored in a block: bytewise or internal-key.
+pub trait KeyOrder: Copy + Send + Sync + 'static {
+    /// Compares two keys.
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
+}
+
+/// Plain bytewise order (metaindex blocks, user keys).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bytewise;
+
+impl KeyOrder for Bytewise {
+    #[inline]
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+}
+
+/// Internal-key order (data and index blocks).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InternalOrder;
+
+impl KeyOrder for InternalOrder {
+    #[inline]
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        compare_internal_keys(a, b)
+    }
+}
+
+/// Shortens `start` to a key `k` with `start <= k < limit` (bytewise), when one shorter
+/// exists: LevelDB's `FindShortestSeparator` for the bytewise comparator.
+pub fn shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
+    let shared = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+    if shared >= start.len().min(limit.len()) {
+        return; // one is a prefix of the other: no shorter separator
+    }
+    let byte = start[shared];
+    if byte < 0xff && byte + 1 < limit[shared] {
+        start[shared] += 1;
+        start.truncate(shared + 1);
+    }
+}
+
+/// Shortens `key` to a short key `k >= key`: LevelDB's `FindShortSuccessor` for the
+/// bytewise comparator (increment the first byte that is not 0xff, drop the rest).
+pub fn short_successor(key: &mut Vec<u8>) {
+    if let Some(i) = key.iter().position(|&b| b != 0xff) {
+        key[i] += 1;
+        key.truncate(i + 1);
+    }
+}
+
+/// [`shortest_separator`] on internal keys: shortens the user key and gives it the largest
+/// tag, so the result still sorts at or after `start` and before `limit`.
+pub fn internal_shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
+    let user_start = user_key(start);
+    let mut tmp = user_start.to_vec();
+    shortest_separator(&mut tmp, user_key(limit));
+    if tmp.len() < user_start.len() && user_start < tmp.as_slice() {
+        put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
+        debug_assert!(compare_internal_keys(start, &tmp) == Ordering::Less);
+        debug_assert!(compare_internal_keys(&tmp, limit) == Ordering::Less);
+        *start = tmp;
+    }
+}
+
+/// [`short_successor`] on internal keys.
+pub fn internal_short_successor(key: &mut Vec<u8>) {
+    let user = user_key(key);
+    let mut tmp = user.to_vec();
+    short_successor(&mut tmp);
+    if tmp.len() < user.len() && user < tmp.as_slice() {
+        put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
+        *key = tmp;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn ik(k: &[u8], s: SeqNum, t: ValueType) -> Vec<u8> {
+        make_internal_key(k, s, t)
+    }
+
+    #[test]
+    fn layout_and_parse() {
+        let k = ik(b"foo", 0x0102, ValueType::Value);
+        assert_eq!(k, b"foo\x01\x02\x01\x00\x00\x00\x00\x00");
+        let p = ParsedInternalKey::parse(&k).unwrap();
+        assert_eq!(
+            (p.user_key, p.seqnum, p.ty),
+            (&b"foo"[..], 0x0102, ValueType::Value)
+        );
+        assert_eq!(p.to_string(), "foo#258,SET");
+        assert!(ParsedInternalKey::parse(b"short").is_none());
+        let mut bad = k.clone();
+        bad[3] = 7; // type 7
+        assert!(ParsedInternalKey::parse(&bad).is_none());
+    }
+
+    #[test]
+    fn order_is_user_key_then_newest_first() {
+        let mut keys = [
+            ik(b"b", 1, ValueType::Value),
+            ik(b"a", 1, ValueType::Value),
+            ik(b"a", 5, ValueType::Deletion),
+            ik(b"a", 5, ValueType::Value),
+            ik(b"", 3, ValueType::Value),
+            ik(b"a\x00", 9, ValueType::Value),
+        ];
+        keys.sort_by(|a, b| compare_internal_keys(a, b));
+        let shown: Vec<String> = keys
+            .iter()
+            .map(|k| ParsedInternalKey::parse(k).unwrap().to_string())
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "#3,SET",
+                "a#5,SET",
+                "a#5,DEL",
+                "a#1,SET",
+                "a\\x00#9,SET",
+                "b#1,SET"
+            ]
+        );
+    }
+
+    #[test]
+    fn short_keys_compare_without_panic() {
+        assert_eq!(compare_internal_keys(b"", b"abc"), Ordering::Less);
+        assert_eq!(compare_internal_keys(b"abc", b"abc"), Ordering::Equal);
+    }
+
+    #[test]
+    fn separators_match_leveldb() {
+        let sep = |a: &[u8], b: &[u8]| {
+            let mut s = a.to_vec();
+            shortest_separator(&mut s, b);
+            s
+        };
+        assert_eq!(sep(b"abcd", b"abzz"), b"abd");
+        assert_eq!(sep(b"abc", b"abd"), b"abc"); // adjacent bytes: unchanged
+        assert_eq!(sep(b"abc", b"abcd"), b"abc"); // prefix: unchanged
+        assert_eq!(sep(b"ab\xff", b"ac"), b"ab\xff");
+        assert_eq!(sep(b"foo", b"hello"), b"g");
+        let mut s = b"\xff\xffa\xff".to_vec();
+        short_successor(&mut s);
+        assert_eq!(s, b"\xff\xffb");
+        let mut all = b"\xff\xff".to_vec();
+        short_successor(&mut all);
+        assert_eq!(all, b"\xff\xff");
+    }
+
+    #[test]
+    fn internal_separator_gets_max_tag() {
+        let mut s = ik(b"foo", 100, ValueType::Value);
+        internal_shortest_separator(&mut s, &ik(b"hello", 200, ValueType::Value));
+        assert_eq!(s, ik(b"g", MAX_SEQNUM, ValueType::Value));
+        // Same user key: unchanged.
+        let orig = ik(b"foo", 100, ValueType::Value);
+        let mut s = orig.clone();
+        internal_shortest_separator(&mut s, &ik(b"foo", 99, ValueType::Value));
+        assert_eq!(s, orig);
+        let mut k = ik(b"foo", 100, ValueType::Value);
+        internal_short_successor(&mut k);
+        assert_eq!(k, ik(b"g", MAX_SEQNUM, ValueType::Value));
+    }
+
+    proptest! {
+        #[test]
+        fn separator_is_between(a in proptest::collection::vec(any::<u8>(), 0..8), b in proptest::collection::vec(any::<u8>(), 0..8)) {
+            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+            prop_assume!(lo < hi);
+            let mut s = lo.clone();
+            shortest_separator(&mut s, &hi);
+            prop_assert!(lo <= s && s < hi);
+            prop_assert!(s.len() <= lo.len());
+            let mut t = lo.clone();
+            short_successor(&mut t);
+            prop_assert!(t >= lo);
+        }
+
+        #[test]
+        fn order_matches_tuple_order(a in proptest::collection::vec(0u8..3, 0..3), sa in 0u64..4, b in proptest::collection::vec(0u8..3, 0..3), sb in 0u64..4) {
+            let ka = ik(&a, sa, ValueType::Value);
+            let kb = ik(&b, sb, ValueType::Value);
+            let expected = a.cmp(&b).then(sb.cmp(&sa));
+            prop_assert_eq!(compare_internal_keys(&ka, &kb), expected);
+        }
+    }
+}

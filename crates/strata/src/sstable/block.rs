@@ -1,0 +1,450 @@
+//! [`Block`] and [`BlockIter`]: reading a block's entries.
+//!
+//! ```text
+//! entry*  restart: fixed32 * num_restarts  num_restarts: fixed32
+//! entry := shared: varint32 | non_shared: varint32 | value_len: varint32
+//!          | key[shared..] (non_shared bytes) | value (value_len bytes)
+//! ```
+//!
+//! A block's bytes are untrusted. [`Block::new`] checks the restart array (every restart
+//! offset inside the entry area); the iterator checks each entry as it decodes it and,
+//! on damage, becomes invalid with a corruption error whose offset is relative to the
+//! block (the table adds the file and the block's position).
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::coding::{decode_fixed32, decode_varint32};
+use crate::error::{Error, Result};
+use crate::iter::Cursor;
+use crate::key::KeyOrder;
+
+/// A decoded block: its bytes and where its restart array starts.
+#[derive(Debug)]
+pub struct Block {
+    data: Vec<u8>,
+    /// Offset of the restart array; entries live in `data[..restarts]`.
+    restarts: usize,
+    num_restarts: usize,
+}
+
+impl Block {
+    /// Checks the block's trailer and restart array.
+    pub fn new(data: Vec<u8>) -> Result<Self> {
+        let n = data.len();
+        let num_restarts = n
+            .checked_sub(4)
+            .and_then(|at| decode_fixed32(&data[at..]))
+            .ok_or_else(|| Error::corruption("", 0, format!("block of {n} bytes is too short")))?
+            as usize;
+        let max_restarts = (n - 4) / 4;
+        if num_restarts > max_restarts {
+            return Err(Error::corruption(
+                "",
+                (n - 4) as u64,
+                format!("block claims {num_restarts} restart points, room for {max_restarts}"),
+            ));
+        }
+        let restarts = n - 4 - num_restarts * 4;
+        let block = Block {
+            data,
+            restarts,
+            num_restarts,
+        };
+        let mut previous = 0;
+        for i in 0..num_restarts {
+            let r = block.restart_point(i);
+            if r > restarts || r < previous {
+                return Err(Error::corruption(
+                    "",
+                    (restarts + 4 * i) as u64,
+                    format!(
+                        "restart point {i} is {r}: outside entries 0..{restarts} or out of order"
+                    ),
+                ));
+            }
+            previous = r;
+        }
+        Ok(block)
+    }
+
+    /// Size of the block in memory (its bytes), for cache accounting.
+    pub fn size(&self) -> usize {
+        self.data.len()
+    }
+
+    fn restart_point(&self, i: usize) -> usize {
+        decode_fixed32(&self.data[self.restarts + 4 * i..]).unwrap_or(0) as usize
+    }
+
+    /// A cursor over the entries, ordered by `order`.
+    pub fn iter<O: KeyOrder>(self: &Arc<Self>, order: O) -> BlockIter<O> {
+        BlockIter {
+            block: Arc::clone(self),
+            order,
+            current: self.restarts,
+            restart_index: self.num_restarts,
+            key: Vec::new(),
+            value: (self.restarts, self.restarts),
+            err: None,
+        }
+    }
+}
+
+/// One decoded entry header.
+struct Entry {
+    shared: usize,
+    non_shared: usize,
+    value_len: usize,
+    /// Offset of the key delta.
+    delta: usize,
+}
+
+/// A cursor over a block's entries.
+#[derive(Debug)]
+pub struct BlockIter<O: KeyOrder> {
+    block: Arc<Block>,
+    order: O,
+    /// Offset of the current entry; `block.restarts` when not valid.
+    current: usize,
+    /// The restart region the current entry is in.
+    restart_index: usize,
+    key: Vec<u8>,
+    /// The current value as `data[value.0..value.1]`; `value.1` is where the next entry
+    /// starts.
+    value: (usize, usize),
+    err: Option<Error>,
+}
+
+impl<O: KeyOrder> BlockIter<O> {
+    fn decode_entry(&self, offset: usize) -> Option<Entry> {
+        let limit = self.block.restarts;
+        let src = self.block.data.get(offset..limit)?;
+        let (shared, a) = decode_varint32(src)?;
+        let (non_shared, b) = decode_varint32(&src[a..])?;
+        let (value_len, c) = decode_varint32(&src[a + b..])?;
+        let header = a + b + c;
+        let (non_shared, value_len) = (non_shared as usize, value_len as usize);
+        if (src.len() - header) < non_shared.checked_add(value_len)? {
+            return None;
+        }
+        Some(Entry {
+            shared: shared as usize,
+            non_shared,
+            value_len,
+            delta: offset + header,
+        })
+    }
+
+    fn corrupt(&mut self, what: &str) {
+        if self.err.is_none() {
+            self.err = Some(Error::corruption(
+                "",
+                self.current as u64,
+                format!("bad block entry: {what}"),
+            ));
+        }
+        self.invalidate();
+    }
+
+    fn invalidate(&mut self) {
+        self.current = self.block.restarts;
+        self.restart_index = self.block.num_restarts;
+        self.key.clear();
+        self.value = (self.current, self.current);
+    }
+
+    fn next_entry_offset(&self) -> usize {
+        self.value.1
+    }
+
+    fn seek_to_restart_point(&mut self, index: usize) {
+        self.key.clear();
+        self.restart_index = index;
+        let offset = self.block.restart_point(index);
+        self.value = (offset, offset);
+    }
+
+    /// Decodes the entry after the current one; false at the end or on damage.
+    fn parse_next_key(&mut self) -> bool {
+        self.current = self.next_entry_offset();
+        if self.current >= self.block.restarts {
+            self.invalidate();
+            return false;
+        }
+        let Some(e) = self.decode_entry(self.current) else {
+            self.corrupt("truncated or overlong entry");
+            return false;
+        };
+        if e.shared > self.key.len() {
+            self.corrupt("shared prefix longer than the previous key");
+            return false;
+        }
+        self.key.truncate(e.shared);
+        self.key
+            .extend_from_slice(&self.block.data[e.delta..e.delta + e.non_shared]);
+        let value_start = e.delta + e.non_shared;
+        self.value = (value_start, value_start + e.value_len);
+        while self.restart_index + 1 < self.block.num_restarts
+            && self.block.restart_point(self.restart_index + 1) < self.current
+        {
+            self.restart_index += 1;
+        }
+        true
+    }
+
+    /// The full key stored at restart point `index`, or `None` if it is damaged.
+    fn restart_key(&self, index: usize) -> Option<&[u8]> {
+        let offset = self.block.restart_point(index);
+        let e = self.decode_entry(offset)?;
+        if e.shared != 0 {
+            return None;
+        }
+        Some(&self.block.data[e.delta..e.delta + e.non_shared])
+    }
+}
+
+impl<O: KeyOrder> Cursor for BlockIter<O> {
+    fn valid(&self) -> bool {
+        self.current < self.block.restarts
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.err.is_some() || self.block.num_restarts == 0 {
+            return self.invalidate();
+        }
+        self.seek_to_restart_point(0);
+        self.parse_next_key();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.err.is_some() || self.block.num_restarts == 0 {
+            return self.invalidate();
+        }
+        self.seek_to_restart_point(self.block.num_restarts - 1);
+        while self.parse_next_key() && self.next_entry_offset() < self.block.restarts {}
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.err.is_some() || self.block.num_restarts == 0 {
+            return self.invalidate();
+        }
+        // Binary search for the last restart point whose key is before the target.
+        let (mut left, mut right) = (0, self.block.num_restarts - 1);
+        while left < right {
+            let mid = (left + right).div_ceil(2);
+            let Some(mid_key) = self.restart_key(mid) else {
+                self.current = self.block.restart_point(mid);
+                return self.corrupt("restart point entry is damaged");
+            };
+            if self.order.compare(mid_key, target) == Ordering::Less {
+                left = mid;
+            } else {
+                right = mid - 1;
+            }
+        }
+        self.seek_to_restart_point(left);
+        while self.parse_next_key() {
+            if self.order.compare(&self.key, target) != Ordering::Less {
+                return;
+            }
+        }
+    }
+
+    fn next(&mut self) {
+        if self.valid() {
+            self.parse_next_key();
+        }
+    }
+
+    fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        // Back up to a restart point before the current entry, then scan forward to the
+        // entry just before it.
+        let original = self.current;
+        while self.block.restart_point(self.restart_index) >= original {
+            if self.restart_index == 0 {
+                return self.invalidate();
+            }
+            self.restart_index -= 1;
+        }
+        self.seek_to_restart_point(self.restart_index);
+        while self.parse_next_key() && self.next_entry_offset() < original {}
+    }
+
+    fn key(&self) -> &[u8] {
+        if self.valid() { &self.key } else { &[] }
+    }
+
+    fn value(&self) -> &[u8] {
+        if self.valid() {
+            &self.block.data[self.value.0..self.value.1]
+        } else {
+            &[]
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::Bytewise;
+    use crate::sstable::BlockBuilder;
+    use proptest::prelude::*;
+
+    fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(interval);
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        Arc::new(Block::new(b.finish().to_vec()).unwrap())
+    }
+
+    fn entries(n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..n)
+            .map(|i| {
+                (
+                    format!("key{:05}", i * 2).into_bytes(),
+                    format!("v{i}").into_bytes(),
+                )
+            })
+            .collect()
+    }
+
+    fn collect_forward(it: &mut BlockIter<Bytewise>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next();
+        }
+        out
+    }
+
+    #[test]
+    fn golden_layout() {
+        let mut b = BlockBuilder::new(2);
+        b.add(b"apple", b"1");
+        b.add(b"apply", b"2");
+        b.add(b"banana", b"3");
+        let bytes = b.finish().to_vec();
+        let expected: &[u8] = b"\x00\x05\x01apple1\x04\x01\x01y2\x00\x06\x01banana3\
+            \x00\x00\x00\x00\x0e\x00\x00\x00\x02\x00\x00\x00";
+        assert_eq!(bytes, expected);
+    }
+
+    #[test]
+    fn empty_block() {
+        let block = build(&[], 16);
+        let mut it = block.iter(Bytewise);
+        it.seek_to_first();
+        assert!(!it.valid());
+        it.seek_to_last();
+        assert!(!it.valid());
+        it.seek(b"x");
+        assert!(!it.valid());
+        assert!(it.status().is_ok());
+    }
+
+    #[test]
+    fn forward_backward_and_seek() {
+        for interval in [1, 2, 16] {
+            let es = entries(100);
+            let block = build(&es, interval);
+            let mut it = block.iter(Bytewise);
+            assert_eq!(collect_forward(&mut it), es);
+            let mut back = Vec::new();
+            it.seek_to_last();
+            while it.valid() {
+                back.push((it.key().to_vec(), it.value().to_vec()));
+                it.prev();
+            }
+            back.reverse();
+            assert_eq!(back, es);
+            for (i, (k, _)) in es.iter().enumerate() {
+                it.seek(k);
+                assert_eq!(it.key(), &k[..]);
+                // Between keys: lands on the next one.
+                let mut between = k.clone();
+                between.push(0);
+                it.seek(&between);
+                match es.get(i + 1) {
+                    Some((next, _)) => assert_eq!(it.key(), &next[..]),
+                    None => assert!(!it.valid()),
+                }
+            }
+            it.seek(b"");
+            assert_eq!(it.key(), &es[0].0[..]);
+            it.seek(b"zzz");
+            assert!(!it.valid());
+            assert!(it.status().is_ok());
+        }
+    }
+
+    #[test]
+    fn rejects_bad_restart_arrays() {
+        assert!(Block::new(vec![]).is_err());
+        assert!(Block::new(vec![1, 0, 0]).is_err());
+        assert!(Block::new(vec![0xff, 0xff, 0xff, 0x7f]).is_err());
+        let mut bytes = {
+            let mut b = BlockBuilder::new(1);
+            b.add(b"a", b"1");
+            b.add(b"b", b"2");
+            b.finish().to_vec()
+        };
+        let n = bytes.len();
+        bytes[n - 8] = 200; // second restart beyond the entries
+        assert!(Block::new(bytes).is_err());
+    }
+
+    #[test]
+    fn damaged_entry_is_an_error_not_the_end() {
+        let es = entries(10);
+        let mut bytes = {
+            let mut b = BlockBuilder::new(16);
+            for (k, v) in &es {
+                b.add(k, v);
+            }
+            b.finish().to_vec()
+        };
+        // Second entry: claim a shared prefix longer than the previous key.
+        let second = 3 + es[0].0.len() + es[0].1.len();
+        bytes[second] = 60;
+        let block = Arc::new(Block::new(bytes).unwrap());
+        let mut it = block.iter(Bytewise);
+        let got = collect_forward(&mut it);
+        assert_eq!(got.len(), 1);
+        assert!(it.status().unwrap_err().is_corruption());
+    }
+
+    proptest! {
+        #[test]
+        fn matches_a_sorted_map(keys in proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 0..12), 0..200), interval in 1usize..20, probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 0..20)) {
+            let es: Vec<(Vec<u8>, Vec<u8>)> = keys.iter().map(|k| (k.clone(), k.iter().rev().copied().collect())).collect();
+            let block = build(&es, interval);
+            let mut it = block.iter(Bytewise);
+            prop_assert_eq!(collect_forward(&mut it), es.clone());
+            for p in probes {
+                it.seek(&p);
+                let expected = keys.range(p.clone()..).next();
+                prop_assert_eq!(it.valid(), expected.is_some());
+                if let Some(k) = expected {
+                    prop_assert_eq!(it.key(), &k[..]);
+                    it.prev();
+                    let before = keys.range(..p.clone()).next_back();
+                    prop_assert_eq!(it.valid(), before.is_some());
+                    if let Some(b) = before { prop_assert_eq!(it.key(), &b[..]); }
+                }
+            }
+        }
+    }
+}
