@@ -30,7 +30,11 @@ struct RawFilterPolicy(c_void);
 struct RawCache(c_void);
 
 unsafe extern "C" {
-    fn leveldb_open(options: *const RawOptions, name: *const c_char, errptr: *mut *mut c_char) -> *mut RawDb;
+    fn leveldb_open(
+        options: *const RawOptions,
+        name: *const c_char,
+        errptr: *mut *mut c_char,
+    ) -> *mut RawDb;
     fn leveldb_close(db: *mut RawDb);
     fn leveldb_put(
         db: *mut RawDb,
@@ -71,7 +75,11 @@ unsafe extern "C" {
         limit_key: *const c_char,
         limit_key_len: usize,
     );
-    fn leveldb_destroy_db(options: *const RawOptions, name: *const c_char, errptr: *mut *mut c_char);
+    fn leveldb_destroy_db(
+        options: *const RawOptions,
+        name: *const c_char,
+        errptr: *mut *mut c_char,
+    );
 
     fn leveldb_iter_destroy(it: *mut RawIterator);
     fn leveldb_iter_valid(it: *const RawIterator) -> u8;
@@ -87,7 +95,13 @@ unsafe extern "C" {
     fn leveldb_writebatch_create() -> *mut RawWriteBatch;
     fn leveldb_writebatch_destroy(b: *mut RawWriteBatch);
     fn leveldb_writebatch_clear(b: *mut RawWriteBatch);
-    fn leveldb_writebatch_put(b: *mut RawWriteBatch, key: *const c_char, klen: usize, val: *const c_char, vlen: usize);
+    fn leveldb_writebatch_put(
+        b: *mut RawWriteBatch,
+        key: *const c_char,
+        klen: usize,
+        val: *const c_char,
+        vlen: usize,
+    );
     fn leveldb_writebatch_delete(b: *mut RawWriteBatch, key: *const c_char, klen: usize);
 
     fn leveldb_options_create() -> *mut RawOptions;
@@ -170,7 +184,9 @@ fn check(err: *mut c_char) -> Result<(), String> {
     }
     // SAFETY: LevelDB sets `err` to a NUL-terminated string it allocated with malloc; we
     // copy it out and free it exactly once with leveldb_free.
-    let msg = unsafe { CStr::from_ptr(err) }.to_string_lossy().into_owned();
+    let msg = unsafe { CStr::from_ptr(err) }
+        .to_string_lossy()
+        .into_owned();
     // SAFETY: see above; `err` is not used after this.
     unsafe { leveldb_free(err.cast()) };
     Err(msg)
@@ -224,7 +240,11 @@ impl OwnedOptions {
                 }
                 None => ptr::null_mut(),
             };
-            OwnedOptions { options, filter, cache }
+            OwnedOptions {
+                options,
+                filter,
+                cache,
+            }
         }
     }
 }
@@ -298,7 +318,11 @@ impl Db {
     }
 
     fn write_options(&self, sync: bool) -> *const RawWriteOptions {
-        if sync { self.write_sync } else { self.write_async }
+        if sync {
+            self.write_sync
+        } else {
+            self.write_async
+        }
     }
 
     /// Sets `key` to `value`.
@@ -323,7 +347,15 @@ impl Db {
     pub fn delete(&self, key: &[u8], sync: bool) -> Result<(), String> {
         let mut err = ptr::null_mut();
         // SAFETY: the key is valid for its length during the call.
-        unsafe { leveldb_delete(self.db, self.write_options(sync), key.as_ptr().cast(), key.len(), &mut err) };
+        unsafe {
+            leveldb_delete(
+                self.db,
+                self.write_options(sync),
+                key.as_ptr().cast(),
+                key.len(),
+                &mut err,
+            )
+        };
         check(err)
     }
 
@@ -341,7 +373,16 @@ impl Db {
         let mut len = 0usize;
         // SAFETY: the key is valid during the call; the result is a malloc'ed buffer of
         // `len` bytes (or null), copied out and freed once below.
-        let v = unsafe { leveldb_get(self.db, self.read, key.as_ptr().cast(), key.len(), &mut len, &mut err) };
+        let v = unsafe {
+            leveldb_get(
+                self.db,
+                self.read,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            )
+        };
         check(err)?;
         if v.is_null() {
             return Ok(None);
@@ -357,7 +398,10 @@ impl Db {
     pub fn iter(&self) -> Iter<'_> {
         // SAFETY: the iterator borrows the database through the lifetime of `Iter`.
         let ptr = unsafe { leveldb_create_iterator(self.db, self.read) };
-        Iter { ptr, _db: PhantomData }
+        Iter {
+            ptr,
+            _db: PhantomData,
+        }
     }
 
     /// Every entry, in order.
@@ -430,7 +474,8 @@ unsafe impl Send for WriteBatch {}
 
 impl std::fmt::Debug for WriteBatch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("leveldb::WriteBatch").finish_non_exhaustive()
+        f.debug_struct("leveldb::WriteBatch")
+            .finish_non_exhaustive()
     }
 }
 
@@ -444,12 +489,22 @@ impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
         // SAFETY: plain constructor.
-        WriteBatch { ptr: unsafe { leveldb_writebatch_create() } }
+        WriteBatch {
+            ptr: unsafe { leveldb_writebatch_create() },
+        }
     }
     /// Adds a put.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         // SAFETY: live batch; the slices are copied during the call.
-        unsafe { leveldb_writebatch_put(self.ptr, key.as_ptr().cast(), key.len(), value.as_ptr().cast(), value.len()) }
+        unsafe {
+            leveldb_writebatch_put(
+                self.ptr,
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+            )
+        }
     }
     /// Adds a delete.
     pub fn delete(&mut self, key: &[u8]) {
@@ -570,7 +625,15 @@ mod tests {
     #[test]
     fn put_get_delete_iterate_batch() {
         let dir = tempfile_dir();
-        let db = Db::open(&dir, &Options { bloom_bits_per_key: Some(10), cache_size: Some(1 << 20), ..Options::default() }).unwrap();
+        let db = Db::open(
+            &dir,
+            &Options {
+                bloom_bits_per_key: Some(10),
+                cache_size: Some(1 << 20),
+                ..Options::default()
+            },
+        )
+        .unwrap();
         db.put(b"a", b"1", false).unwrap();
         db.put(b"b", b"2", true).unwrap();
         db.delete(b"a", false).unwrap();
@@ -580,11 +643,23 @@ mod tests {
         db.write(&mut batch, false).unwrap();
         assert_eq!(db.get(b"a").unwrap(), None);
         assert_eq!(db.get(b"c").unwrap(), Some(b"3".to_vec()));
-        assert_eq!(db.collect_all().unwrap(), vec![(b"c".to_vec(), b"3".to_vec())]);
+        assert_eq!(
+            db.collect_all().unwrap(),
+            vec![(b"c".to_vec(), b"3".to_vec())]
+        );
         assert!(db.property("leveldb.stats").is_some());
         drop(db);
         destroy(&dir).unwrap();
-        assert!(Db::open(&dir, &Options { create_if_missing: false, ..Options::default() }).is_err());
+        assert!(
+            Db::open(
+                &dir,
+                &Options {
+                    create_if_missing: false,
+                    ..Options::default()
+                }
+            )
+            .is_err()
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -73,6 +73,11 @@ impl Block {
         self.data.len()
     }
 
+    /// The block's bytes, restart array included.
+    pub fn contents(&self) -> &[u8] {
+        &self.data
+    }
+
     fn restart_point(&self, i: usize) -> usize {
         decode_fixed32(&self.data[self.restarts + 4 * i..]).unwrap_or(0) as usize
     }

@@ -116,6 +116,11 @@ impl Table {
         self.filter.is_some()
     }
 
+    /// A cursor over the index block: one entry per data block, the value its handle.
+    pub fn index_iter(&self) -> BlockIter<InternalOrder> {
+        self.index.iter(InternalOrder)
+    }
+
     /// Reads and decodes the data block at `handle`.
     pub fn read_block(&self, handle: BlockHandle, verify_checksum: bool) -> Result<Arc<Block>> {
         let data = format::read_block(
