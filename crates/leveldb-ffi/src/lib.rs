@@ -135,6 +135,9 @@ unsafe extern "C" {
     fn leveldb_minor_version() -> c_int;
 }
 
+/// A key and its value.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
+
 /// LevelDB's settings, with LevelDB's defaults.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -405,7 +408,7 @@ impl Db {
     }
 
     /// Every entry, in order.
-    pub fn collect_all(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, String> {
+    pub fn collect_all(&self) -> Result<Vec<KeyValue>, String> {
         let mut it = self.iter();
         it.seek_to_first();
         let mut out = Vec::new();
