@@ -2,6 +2,8 @@
 //! databases, and Strata's decoders must read every file exactly; tables and Bloom
 //! filters that Strata builds from the same entries must be LevelDB's bytes.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
+
 mod common;
 
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: a seeded generator and a reader that
 //! reconstructs a LevelDB directory's contents from its files with Strata's decoders.
 
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
