@@ -2,7 +2,11 @@
 //! databases, and Strata's decoders must read every file exactly; tables and Bloom
 //! filters that Strata builds from the same entries must be LevelDB's bytes.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 
@@ -10,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{Rng, read_leveldb_dir, read_log_records, table_name};
-use leveldb_ffi::{Db, Options, WriteBatch};
+use leveldb_ffi::{Db, KeyValue, Options, WriteBatch};
 use strata::env::{DiskEnv, Env};
 use strata::filter::BloomPolicy;
 use strata::iter::Cursor;
@@ -171,7 +175,7 @@ fn strata_reads_every_file_leveldb_wrote() {
 }
 
 /// Every (internal key, value) of a table, in order.
-fn table_entries(path: &Path) -> (Arc<Table>, Vec<(Vec<u8>, Vec<u8>)>) {
+fn table_entries(path: &Path) -> (Arc<Table>, Vec<KeyValue>) {
     let env = DiskEnv::new();
     let size = env.file_size(path).unwrap();
     let t = Arc::new(
