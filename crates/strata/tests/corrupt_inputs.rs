@@ -384,7 +384,8 @@ proptest! {
         let original = &s.batches[which.index(s.batches.len())];
         let damaged = apply(original, &ms);
         if let Ok(b) = bounded(ALLOC_LIMIT, || WriteBatch::from_bytes(damaged)) {
-            let n = b.iter().map(|op| op.unwrap()).count();
+            let ops: Vec<_> = b.iter().collect::<strata::Result<_>>().unwrap();
+            let n = ops.len();
             prop_assert_eq!(n, b.len() as usize);
         }
     }
