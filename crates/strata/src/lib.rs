@@ -7,12 +7,13 @@
 //! - [`log`]: the block-structured log that holds the WAL and the manifest.
 //! - [`key`], [`batch`]: internal keys and their order, write batches.
 //! - [`filter`]: the Bloom filter policy.
-//! - [`sstable`]: blocks, filter blocks and sorted tables.
+//! - [`sstable`]: blocks, filter blocks and sorted tables; [`cache`]: the block cache.
 //! - [`version`]: version edits (manifest records).
 
 #![deny(unsafe_code)]
 
 pub mod batch;
+pub mod cache;
 pub mod checksum;
 pub mod coding;
 pub mod env;

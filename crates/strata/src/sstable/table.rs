@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
+use crate::cache::BlockCache;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::filter::BLOOM_POLICY_NAME;
@@ -23,6 +24,8 @@ pub struct Table {
     index: Arc<Block>,
     filter: Option<FilterBlockReader>,
     metaindex: BlockHandle,
+    /// The shared block cache and this table's id in it.
+    cache: Option<(Arc<BlockCache>, u64)>,
 }
 
 impl std::fmt::Debug for Table {
@@ -69,6 +72,7 @@ impl Table {
             index,
             filter: None,
             metaindex: footer.metaindex,
+            cache: None,
         };
         if use_filter {
             table.filter = table.read_filter()?;
@@ -101,6 +105,13 @@ impl Table {
         Ok(Some(FilterBlockReader::new(data)))
     }
 
+    /// Serves data blocks through `cache` (the table gets a fresh id in it).
+    pub fn with_cache(mut self, cache: Arc<BlockCache>) -> Self {
+        let id = cache.new_id();
+        self.cache = Some((cache, id));
+        self
+    }
+
     /// The file name given at open.
     pub fn name(&self) -> &str {
         &self.name
@@ -121,8 +132,14 @@ impl Table {
         self.index.iter(InternalOrder)
     }
 
-    /// Reads and decodes the data block at `handle`.
+    /// The data block at `handle`: from the block cache when it is there, otherwise read,
+    /// decoded and (with a cache) inserted.
     pub fn read_block(&self, handle: BlockHandle, verify_checksum: bool) -> Result<Arc<Block>> {
+        if let Some((cache, id)) = &self.cache
+            && let Some(block) = cache.get(*id, handle.offset)
+        {
+            return Ok(block);
+        }
         let data = format::read_block(
             self.file.as_ref(),
             &self.name,
@@ -130,9 +147,13 @@ impl Table {
             handle,
             verify_checksum,
         )?;
-        Block::new(data)
+        let block = Block::new(data)
             .map(Arc::new)
-            .map_err(|e| e.located(&self.name, handle.offset))
+            .map_err(|e| e.located(&self.name, handle.offset))?;
+        if let Some((cache, id)) = &self.cache {
+            cache.insert(*id, handle.offset, Arc::clone(&block));
+        }
+        Ok(block)
     }
 
     /// The first entry at or after `ikey` in the data block that would hold it; `None`

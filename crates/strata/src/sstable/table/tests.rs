@@ -137,3 +137,24 @@ fn damaged_files_give_errors() {
     assert_eq!(err.as_corruption().unwrap().file, "test.ldb");
     assert!(t.get(&ikey(0, 100), true).is_err());
 }
+
+#[test]
+fn block_cache_serves_repeated_reads() {
+    let bytes = build(3000, options(Compression::Snappy, Some(10), 4096));
+    let size = bytes.len() as u64;
+    let cache = crate::cache::BlockCache::new(1 << 20);
+    let t = Table::open(Arc::new(bytes), "c.ldb", size, true)
+        .unwrap()
+        .with_cache(Arc::clone(&cache));
+    assert_eq!(cache.usage(), 0);
+    let got = t.get(&ikey(10, 110), true).unwrap().unwrap();
+    assert_eq!(got.1, value(10));
+    let after_one = cache.usage();
+    assert!(after_one > 0);
+    assert_eq!(t.get(&ikey(11, 111), true).unwrap().unwrap().1, value(11));
+    assert_eq!(
+        cache.usage(),
+        after_one,
+        "same block: served from the cache"
+    );
+}
