@@ -1,6 +1,11 @@
 //! Micro-benchmarks of the format layer: CRC, Bloom probe, block seek, table point
 //! lookup with the block cached, log append. `cargo bench -p strata --bench formats`.
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "benchmark setup: a failure aborts the run"
+)]
+
 use std::hint::black_box;
 use std::sync::Arc;
 
@@ -54,7 +59,7 @@ fn block_seek(c: &mut Criterion) {
             &[b'v'; 100],
         );
     }
-    let block = Arc::new(Block::new(builder.finish().to_vec()).unwrap_or_else(|e| panic!("{e}")));
+    let block = Arc::new(Block::new(builder.finish().to_vec()).unwrap());
     let targets: Vec<Vec<u8>> = (0..n)
         .map(|i| make_internal_key(&user_key(spread(i, n)), u64::MAX >> 8, ValueType::Value))
         .collect();
@@ -79,14 +84,12 @@ fn table_get(c: &mut Criterion) {
     let mut builder = TableBuilder::new(Box::new(Vec::new()), options);
     for i in 0..n {
         let k = make_internal_key(&user_key(i), i + 1, ValueType::Value);
-        builder
-            .add(&k, &[b'v'; 100])
-            .unwrap_or_else(|e| panic!("{e}"));
+        builder.add(&k, &[b'v'; 100]).unwrap();
     }
-    let (file, size) = builder.finish().unwrap_or_else(|e| panic!("{e}"));
+    let (file, size) = builder.finish().unwrap();
     let cache = BlockCache::new(64 << 20);
     let table = Table::open(Arc::new(*file), "bench.ldb", size, true)
-        .unwrap_or_else(|e| panic!("{e}"))
+        .unwrap()
         .with_cache(cache);
     let targets: Vec<Vec<u8>> = (0..n)
         .map(|i| make_internal_key(&user_key(spread(i, n)), u64::MAX >> 8, ValueType::Value))
