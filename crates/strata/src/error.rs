@@ -60,6 +60,16 @@ pub enum Error {
     /// The operation is not supported by this build or this format version.
     #[error("not supported: {0}")]
     NotSupported(String),
+    /// A database exists where `error_if_exists` asked for none.
+    #[error("database already exists: {0}")]
+    AlreadyExists(String),
+    /// Another opener, in this process or another, holds the database's lock.
+    #[error("database is already in use: {0}")]
+    Locked(String),
+    /// The database was written with a different key order (the manifest's comparator
+    /// name is given; Strata orders keys bytewise, `leveldb.BytewiseComparator`).
+    #[error("comparator mismatch: database uses {0:?}, Strata uses \"leveldb.BytewiseComparator\"")]
+    ComparatorMismatch(String),
 }
 
 impl Error {
@@ -121,6 +131,9 @@ impl Clone for Error {
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::NotFound(s) => Error::NotFound(s.clone()),
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
+            Error::AlreadyExists(s) => Error::AlreadyExists(s.clone()),
+            Error::Locked(s) => Error::Locked(s.clone()),
+            Error::ComparatorMismatch(s) => Error::ComparatorMismatch(s.clone()),
         }
     }
 }

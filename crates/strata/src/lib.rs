@@ -22,8 +22,13 @@ pub mod filter;
 pub mod iter;
 pub mod key;
 pub mod log;
+pub mod memtable;
+pub mod options;
+pub mod snapshot;
 pub mod sstable;
 pub mod version;
 
 pub use batch::WriteBatch;
 pub use error::{Corruption, Error, Result};
+pub use options::{Options, ReadOptions, WriteOptions};
+pub use snapshot::Snapshot;

@@ -29,3 +29,40 @@ pub trait Cursor {
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
 }
+
+mod merging;
+
+pub use merging::MergingIter;
+
+/// A boxed cursor, the currency of iterator trees.
+pub type BoxCursor = Box<dyn Cursor>;
+
+impl<C: Cursor + ?Sized> Cursor for Box<C> {
+    fn valid(&self) -> bool {
+        (**self).valid()
+    }
+    fn seek_to_first(&mut self) {
+        (**self).seek_to_first()
+    }
+    fn seek_to_last(&mut self) {
+        (**self).seek_to_last()
+    }
+    fn seek(&mut self, target: &[u8]) {
+        (**self).seek(target)
+    }
+    fn next(&mut self) {
+        (**self).next()
+    }
+    fn prev(&mut self) {
+        (**self).prev()
+    }
+    fn key(&self) -> &[u8] {
+        (**self).key()
+    }
+    fn value(&self) -> &[u8] {
+        (**self).value()
+    }
+    fn status(&self) -> Result<()> {
+        (**self).status()
+    }
+}

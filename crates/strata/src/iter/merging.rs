@@ -1,0 +1,253 @@
+//! [`MergingIter`]: one sorted view over several sorted cursors (memtables, level-0
+//! tables, levels).
+//!
+//! Children are scanned linearly for the smallest (or largest) key: the tree has few
+//! children (memtables, level-0 tables, one per deeper level), where a scan beats a heap.
+//! Keys are internal keys; they are unique across children (every write has its own
+//! seqnum), so ties do not arise. An error in any child makes the merge invalid and is
+//! reported by `status`: a damaged child never silently drops out of the merge.
+
+use std::cmp::Ordering;
+
+use super::{BoxCursor, Cursor};
+use crate::error::{Error, Result};
+use crate::key::compare_internal_keys;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// A cursor over the union of its children, in internal-key order.
+pub struct MergingIter {
+    children: Vec<BoxCursor>,
+    current: Option<usize>,
+    direction: Direction,
+    err: Option<Error>,
+}
+
+impl std::fmt::Debug for MergingIter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MergingIter")
+            .field("children", &self.children.len())
+            .field("current", &self.current)
+            .finish()
+    }
+}
+
+impl MergingIter {
+    /// A merge of `children`.
+    pub fn new(children: Vec<BoxCursor>) -> Self {
+        MergingIter {
+            children,
+            current: None,
+            direction: Direction::Forward,
+            err: None,
+        }
+    }
+
+    /// Records the first error among `which` children; true if there is none.
+    fn check(&mut self, which: Option<usize>) -> bool {
+        if self.err.is_some() {
+            return false;
+        }
+        let found = match which {
+            Some(i) => self.children[i].status().err(),
+            None => self.children.iter().find_map(|c| c.status().err()),
+        };
+        if let Some(e) = found {
+            self.err = Some(e);
+            self.current = None;
+            return false;
+        }
+        true
+    }
+
+    fn pick(&mut self, want: Ordering) {
+        let mut best: Option<usize> = None;
+        for (i, c) in self.children.iter().enumerate() {
+            if !c.valid() {
+                continue;
+            }
+            best = match best {
+                Some(b) if compare_internal_keys(c.key(), self.children[b].key()) != want => {
+                    Some(b)
+                }
+                _ => Some(i),
+            };
+        }
+        self.current = best;
+    }
+
+    fn find_smallest(&mut self) {
+        self.pick(Ordering::Less);
+    }
+
+    fn find_largest(&mut self) {
+        self.pick(Ordering::Greater);
+    }
+}
+
+impl Cursor for MergingIter {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.current.is_some()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.children.iter_mut().for_each(|c| c.seek_to_first());
+        self.direction = Direction::Forward;
+        if self.check(None) {
+            self.find_smallest();
+        }
+    }
+
+    fn seek_to_last(&mut self) {
+        self.children.iter_mut().for_each(|c| c.seek_to_last());
+        self.direction = Direction::Reverse;
+        if self.check(None) {
+            self.find_largest();
+        }
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.children.iter_mut().for_each(|c| c.seek(target));
+        self.direction = Direction::Forward;
+        if self.check(None) {
+            self.find_smallest();
+        }
+    }
+
+    fn next(&mut self) {
+        let Some(cur) = self.current.filter(|_| self.err.is_none()) else {
+            return;
+        };
+        if self.direction != Direction::Forward {
+            // Every other child is positioned before key(); move each to the first entry
+            // after it.
+            let key = self.children[cur].key().to_vec();
+            for (i, c) in self.children.iter_mut().enumerate() {
+                if i != cur {
+                    c.seek(&key);
+                    if c.valid() && compare_internal_keys(&key, c.key()) == Ordering::Equal {
+                        c.next();
+                    }
+                }
+            }
+            self.direction = Direction::Forward;
+            if !self.check(None) {
+                return;
+            }
+        }
+        self.children[cur].next();
+        if self.check(Some(cur)) {
+            self.find_smallest();
+        }
+    }
+
+    fn prev(&mut self) {
+        let Some(cur) = self.current.filter(|_| self.err.is_none()) else {
+            return;
+        };
+        if self.direction != Direction::Reverse {
+            // Every other child is positioned after key(); move each to the last entry
+            // before it.
+            let key = self.children[cur].key().to_vec();
+            for (i, c) in self.children.iter_mut().enumerate() {
+                if i != cur {
+                    c.seek(&key);
+                    if c.valid() {
+                        c.prev();
+                    } else {
+                        c.seek_to_last();
+                    }
+                }
+            }
+            self.direction = Direction::Reverse;
+            if !self.check(None) {
+                return;
+            }
+        }
+        self.children[cur].prev();
+        if self.check(Some(cur)) {
+            self.find_largest();
+        }
+    }
+
+    fn key(&self) -> &[u8] {
+        match self.current {
+            Some(i) if self.err.is_none() => self.children[i].key(),
+            _ => &[],
+        }
+    }
+
+    fn value(&self) -> &[u8] {
+        match self.current {
+            Some(i) if self.err.is_none() => self.children[i].value(),
+            _ => &[],
+        }
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueType, make_internal_key, user_key};
+    use crate::memtable::MemTable;
+    use std::sync::Arc;
+
+    fn mem(entries: &[(&str, u64)]) -> BoxCursor {
+        let m = Arc::new(MemTable::new());
+        for (k, s) in entries {
+            m.add(*s, ValueType::Value, k.as_bytes(), k.as_bytes());
+        }
+        Box::new(m.iter())
+    }
+
+    fn keys_forward(it: &mut MergingIter) -> Vec<String> {
+        let mut out = Vec::new();
+        it.seek_to_first();
+        while it.valid() {
+            out.push(String::from_utf8_lossy(user_key(it.key())).into_owned());
+            it.next();
+        }
+        out
+    }
+
+    #[test]
+    fn merges_and_switches_direction() {
+        let mut it = MergingIter::new(vec![
+            mem(&[("a", 1), ("d", 4), ("g", 7)]),
+            mem(&[("b", 2), ("e", 5)]),
+            mem(&[]),
+            mem(&[("c", 3), ("f", 6)]),
+        ]);
+        assert_eq!(keys_forward(&mut it), ["a", "b", "c", "d", "e", "f", "g"]);
+        it.seek(&make_internal_key(b"d", 100, ValueType::Value));
+        assert_eq!(user_key(it.key()), b"d");
+        it.prev();
+        assert_eq!(user_key(it.key()), b"c");
+        it.prev();
+        assert_eq!(user_key(it.key()), b"b");
+        it.next();
+        assert_eq!(user_key(it.key()), b"c");
+        it.next();
+        assert_eq!(user_key(it.key()), b"d");
+        it.seek_to_last();
+        assert_eq!(user_key(it.key()), b"g");
+        it.prev();
+        assert_eq!(user_key(it.key()), b"f");
+        it.next();
+        assert_eq!(user_key(it.key()), b"g");
+        it.next();
+        assert!(!it.valid());
+        assert!(it.status().is_ok());
+    }
+}

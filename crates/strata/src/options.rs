@@ -1,0 +1,142 @@
+//! The knobs: [`Options`] for a database, [`ReadOptions`] and [`WriteOptions`] per call.
+//! Defaults are LevelDB's, except where `docs/design.md` says why Strata differs.
+
+use std::sync::Arc;
+
+use crate::cache::BlockCache;
+use crate::env::{DiskEnv, Env};
+use crate::error::{Error, Result};
+use crate::snapshot::Snapshot;
+use crate::sstable::{Compression, TableOptions};
+
+/// How a database is opened and how it lays out its files.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Create the database if it does not exist (default false).
+    pub create_if_missing: bool,
+    /// Refuse to open a database that exists (default false).
+    pub error_if_exists: bool,
+    /// Treat any damage found while opening (including a torn WAL tail) as an error
+    /// (default false: a torn tail is dropped and logged, as LevelDB does).
+    pub paranoid_checks: bool,
+    /// Bytes of writes gathered in memory before a flush to a table (default 4 MiB).
+    pub write_buffer_size: usize,
+    /// Table files kept open at once (default 1000).
+    pub max_open_files: usize,
+    /// The block cache; `None` gives the database its own 8 MiB cache. Share one cache
+    /// between databases by passing clones of the same `Arc`.
+    pub block_cache: Option<Arc<BlockCache>>,
+    /// Target size of a data block before compression (default 4 KiB).
+    pub block_size: usize,
+    /// Entries between full keys in a data block (default 16).
+    pub block_restart_interval: usize,
+    /// Target size of a table file (default 2 MiB).
+    pub max_file_size: usize,
+    /// Block compression (default Snappy).
+    pub compression: Compression,
+    /// Bloom filter bits per key; `None` (the default, as in LevelDB) writes no filters.
+    pub bloom_bits_per_key: Option<usize>,
+    /// The filesystem (default: the real one).
+    pub env: Arc<dyn Env>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            create_if_missing: false,
+            error_if_exists: false,
+            paranoid_checks: false,
+            write_buffer_size: 4 << 20,
+            max_open_files: 1000,
+            block_cache: None,
+            block_size: 4096,
+            block_restart_interval: 16,
+            max_file_size: 2 << 20,
+            compression: Compression::Snappy,
+            bloom_bits_per_key: None,
+            env: Arc::new(DiskEnv::new()),
+        }
+    }
+}
+
+impl Options {
+    /// Checks the settings, naming the first absurd one.
+    pub fn validate(&self) -> Result<()> {
+        let check = |ok: bool, what: &str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::InvalidArgument(what.to_string()))
+            }
+        };
+        check(
+            self.write_buffer_size >= 4096,
+            "write_buffer_size must be at least 4 KiB",
+        )?;
+        check(
+            self.write_buffer_size <= 1 << 30,
+            "write_buffer_size must be at most 1 GiB",
+        )?;
+        check(
+            self.max_open_files >= 20,
+            "max_open_files must be at least 20",
+        )?;
+        check(
+            (1..=4 << 20).contains(&self.block_size),
+            "block_size must be 1 B to 4 MiB",
+        )?;
+        check(
+            self.block_restart_interval >= 1,
+            "block_restart_interval must be at least 1",
+        )?;
+        check(
+            (4096..=1 << 30).contains(&self.max_file_size),
+            "max_file_size must be 4 KiB to 1 GiB",
+        )?;
+        check(
+            self.bloom_bits_per_key
+                .is_none_or(|b| (1..=64).contains(&b)),
+            "bloom_bits_per_key must be 1 to 64",
+        )?;
+        Ok(())
+    }
+
+    /// The table layout these options ask for.
+    pub fn table_options(&self) -> TableOptions {
+        TableOptions {
+            block_size: self.block_size,
+            restart_interval: self.block_restart_interval,
+            compression: self.compression,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+        }
+    }
+}
+
+/// Per-read settings.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    /// Verify the checksum of every block read (default true; LevelDB's default is false).
+    pub verify_checksums: bool,
+    /// Keep blocks read in the block cache (default true; turn off for bulk scans).
+    pub fill_cache: bool,
+    /// Read as of this snapshot instead of the latest state.
+    pub snapshot: Option<Snapshot>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            verify_checksums: true,
+            fill_cache: true,
+            snapshot: None,
+        }
+    }
+}
+
+/// Per-write settings.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteOptions {
+    /// Make the write durable (fsync the log) before acknowledging it (default false:
+    /// the write survives a process crash but not a power cut).
+    pub sync: bool,
+}
