@@ -330,3 +330,70 @@ fn filter_blocks_match_leveldbs_bytes() {
         );
     }
 }
+
+/// Run as a child process by `lock_excludes_leveldb_and_back`: opens the database named
+/// by `STRATA_LOCK_CHILD` with LevelDB, says so, and holds it until stdin closes.
+#[test]
+fn lock_child() {
+    let Ok(dir) = std::env::var("STRATA_LOCK_CHILD") else {
+        return;
+    };
+    let db = Db::open(Path::new(&dir), &Options::default());
+    println!("CHILD-OPEN {}", db.is_ok());
+    let mut line = String::new();
+    let _ = std::io::stdin().read_line(&mut line);
+}
+
+#[test]
+fn lock_excludes_leveldb_and_back() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use strata::env::{DiskEnv, Env};
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    drop(Db::open(&dir, &Options::default()).unwrap());
+    // LevelDB in another process holds the database: Strata's lock fails, then succeeds
+    // once that process has let go.
+    let spawn = || {
+        Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "lock_child", "--nocapture", "--test-threads=1"])
+            .env("STRATA_LOCK_CHILD", &dir)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            // The child's harness complains on stderr once we stop reading its stdout.
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let wait_open = |child: &mut std::process::Child| -> bool {
+        let out = child.stdout.take().unwrap();
+        for line in BufReader::new(out).lines() {
+            let line = line.unwrap();
+            // libtest prints "test lock_child ... " on the same line first.
+            if let Some((_, rest)) = line.split_once("CHILD-OPEN ") {
+                return rest.trim() == "true";
+            }
+        }
+        panic!("child ended without opening");
+    };
+    let mut child = spawn();
+    assert!(wait_open(&mut child));
+    let err = DiskEnv::new().lock_file(&dir.join("LOCK")).unwrap_err();
+    assert!(err.to_string().contains("already held"), "{err}");
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    // Strata holds it: LevelDB in another process cannot open it.
+    let lock = DiskEnv::new().lock_file(&dir.join("LOCK")).unwrap();
+    let mut child = spawn();
+    assert!(
+        !wait_open(&mut child),
+        "LevelDB opened a database Strata holds"
+    );
+    drop(child.stdin.take());
+    child.wait().unwrap();
+    drop(lock);
+    let mut child = spawn();
+    assert!(wait_open(&mut child));
+    drop(child.stdin.take());
+    child.wait().unwrap();
+}

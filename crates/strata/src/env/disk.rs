@@ -2,9 +2,10 @@
 //!
 //! Writable files buffer up to 64 KiB in user space (LevelDB's choice) so that many small
 //! appends cost one `write` call. `sync` is `fdatasync`: file contents and the metadata
-//! needed to read them back (its size), not timestamps. Locks are `flock`-style advisory
-//! locks from the standard library, plus an in-process registry so that a second open in
-//! the same process fails at once too.
+//! needed to read them back (its size), not timestamps. Locks are `fcntl` record locks,
+//! the kind LevelDB takes, so Strata and LevelDB exclude each other; since such locks
+//! belong to the process, an in-process registry makes a second open in the same process
+//! fail too.
 
 use std::collections::HashSet;
 use std::fs::{self, File, OpenOptions};
@@ -252,9 +253,10 @@ impl Env for DiskEnv {
             .truncate(false)
             .open(path)
             .map_err(io_err("open lock file", path))?;
-        match file.try_lock() {
+        // An fcntl (POSIX record) lock, as LevelDB takes: the two exclude each other.
+        match rustix::fs::fcntl_lock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
             Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => {
+            Err(e) if e == rustix::io::Errno::AGAIN || e == rustix::io::Errno::ACCESS => {
                 return Err(Error::io(
                     format!("lock {}", path.display()),
                     std::io::Error::new(
@@ -263,7 +265,7 @@ impl Env for DiskEnv {
                     ),
                 ));
             }
-            Err(std::fs::TryLockError::Error(e)) => return Err(io_err("lock", path)(e)),
+            Err(e) => return Err(io_err("lock", path)(e.into())),
         }
         set.insert(key.clone());
         Ok(Box::new(DiskLock {

@@ -150,7 +150,9 @@ impl Table {
         let block = Block::new(data)
             .map(Arc::new)
             .map_err(|e| e.located(&self.name, handle.offset))?;
-        if let Some((cache, id)) = &self.cache {
+        // Only verified blocks are shared: a later reader that asks for verification
+        // must not be handed bytes nobody checked.
+        if verify_checksum && let Some((cache, id)) = &self.cache {
             cache.insert(*id, handle.offset, Arc::clone(&block));
         }
         Ok(block)
