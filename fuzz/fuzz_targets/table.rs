@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(table) = Table::open(Arc::new(data.to_vec()), "fuzz.ldb", size, true) else { return };
     let table = Arc::new(table);
     for verify in [true, false] {
-        let mut it = table.iter(verify);
+        let mut it = table.iter(verify, true);
         it.seek_to_first();
         let mut keys = Vec::new();
         while it.valid() && keys.len() < 100_000 {
@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         }
         let _ = it.status();
         for k in keys.iter().take(16) {
-            let _ = table.get(k, verify);
+            let _ = table.get(k, verify, true);
         }
     }
 });

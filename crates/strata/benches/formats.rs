@@ -95,7 +95,7 @@ fn table_get(c: &mut Criterion) {
         .map(|i| make_internal_key(&user_key(spread(i, n)), u64::MAX >> 8, ValueType::Value))
         .collect();
     for t in &targets {
-        let _ = table.get(t, true); // warm the cache
+        let _ = table.get(t, true, true); // warm the cache
     }
     let mut i = 0;
     c.bench_function("table/get_cached_block", |b| {
@@ -103,7 +103,7 @@ fn table_get(c: &mut Criterion) {
             i = (i + 1) % targets.len();
             black_box(
                 table
-                    .get(black_box(&targets[i]), true)
+                    .get(black_box(&targets[i]), true, true)
                     .ok()
                     .flatten()
                     .is_some(),

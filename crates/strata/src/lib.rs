@@ -16,8 +16,10 @@ pub mod batch;
 pub mod cache;
 pub mod checksum;
 pub mod coding;
+pub mod compaction;
 pub mod env;
 mod error;
+pub mod filename;
 pub mod filter;
 pub mod iter;
 pub mod key;
@@ -26,6 +28,7 @@ pub mod memtable;
 pub mod options;
 pub mod snapshot;
 pub mod sstable;
+pub mod table_cache;
 pub mod version;
 
 pub use batch::WriteBatch;

@@ -271,7 +271,7 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)> {
     let size = bytes.len() as u64;
     let table = Arc::new(Table::open(Arc::new(bytes), "t.ldb", size, true)?);
-    let mut it = table.iter(verify);
+    let mut it = table.iter(verify, true);
     let mut forward = Vec::new();
     it.seek_to_first();
     while it.valid() {
@@ -288,7 +288,7 @@ fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)
     it.status()?;
     backward.reverse();
     for (k, v) in forward.iter().step_by(97) {
-        let got = table.get(k, verify)?;
+        let got = table.get(k, verify, true)?;
         // Unverified reads of damaged bytes may disagree with each other; verified ones
         // may not.
         if verify {

@@ -134,7 +134,12 @@ impl Table {
 
     /// The data block at `handle`: from the block cache when it is there, otherwise read,
     /// decoded and (with a cache) inserted.
-    pub fn read_block(&self, handle: BlockHandle, verify_checksum: bool) -> Result<Arc<Block>> {
+    pub fn read_block(
+        &self,
+        handle: BlockHandle,
+        verify_checksum: bool,
+        fill_cache: bool,
+    ) -> Result<Arc<Block>> {
         if let Some((cache, id)) = &self.cache
             && let Some(block) = cache.get(*id, handle.offset)
         {
@@ -152,7 +157,10 @@ impl Table {
             .map_err(|e| e.located(&self.name, handle.offset))?;
         // Only verified blocks are shared: a later reader that asks for verification
         // must not be handed bytes nobody checked.
-        if verify_checksum && let Some((cache, id)) = &self.cache {
+        if verify_checksum
+            && fill_cache
+            && let Some((cache, id)) = &self.cache
+        {
             cache.insert(*id, handle.offset, Arc::clone(&block));
         }
         Ok(block)
@@ -161,7 +169,12 @@ impl Table {
     /// The first entry at or after `ikey` in the data block that would hold it; `None`
     /// when there is none or the filter rules out `ikey`'s user key. Callers compare the
     /// user key of the result with their own.
-    pub fn get(&self, ikey: &[u8], verify_checksum: bool) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+    pub fn get(
+        &self,
+        ikey: &[u8],
+        verify_checksum: bool,
+        fill_cache: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         let mut index = self.index.iter(InternalOrder);
         index.seek(ikey);
         index.status().map_err(|e| e.located(&self.name, 0))?;
@@ -175,7 +188,7 @@ impl Table {
         {
             return Ok(None);
         }
-        let block = self.read_block(handle, verify_checksum)?;
+        let block = self.read_block(handle, verify_checksum, fill_cache)?;
         let mut it = block.iter(InternalOrder);
         it.seek(ikey);
         it.status()
@@ -196,10 +209,11 @@ impl Table {
     }
 
     /// A cursor over every entry.
-    pub fn iter(self: &Arc<Self>, verify_checksums: bool) -> TableIter {
+    pub fn iter(self: &Arc<Self>, verify_checksums: bool, fill_cache: bool) -> TableIter {
         TableIter {
             table: Arc::clone(self),
             verify_checksums,
+            fill_cache,
             index: self.index.iter(InternalOrder),
             data: None,
             data_handle: BlockHandle::default(),
@@ -214,6 +228,7 @@ impl Table {
 pub struct TableIter {
     table: Arc<Table>,
     verify_checksums: bool,
+    fill_cache: bool,
     index: BlockIter<InternalOrder>,
     data: Option<BlockIter<InternalOrder>>,
     data_handle: BlockHandle,
@@ -241,7 +256,10 @@ impl TableIter {
         if self.data.is_some() && handle == self.data_handle {
             return;
         }
-        match self.table.read_block(handle, self.verify_checksums) {
+        match self
+            .table
+            .read_block(handle, self.verify_checksums, self.fill_cache)
+        {
             Ok(block) => {
                 self.data = Some(block.iter(InternalOrder));
                 self.data_handle = handle;

@@ -1,0 +1,13 @@
+//! Compaction: which tables to merge next ([`picker`], pure logic) and the rules a merge
+//! follows ([`Compaction`]). The database's background thread runs the merge itself.
+//!
+//! Invariants:
+//! - P1 a compaction of level `L` takes tables from `L` and every table of `L+1` they
+//!   overlap, so its output can replace them in `L+1` without breaking V1.
+//! - P2 an entry is dropped only if no snapshot can see it: it is shadowed by a newer entry
+//!   of the same key at or below the oldest snapshot, or it is a tombstone at or below the
+//!   oldest snapshot with no older data for its key in deeper levels.
+
+pub mod picker;
+
+pub use picker::{Compaction, pick_compaction, range_compaction};

@@ -1,0 +1,340 @@
+//! Picking compactions: LevelDB's leveled policy, as pure functions of a version.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use crate::key::{compare_internal_keys, user_key};
+use crate::version::{FileMeta, NUM_LEVELS, Version, VersionEdit};
+
+/// One compaction: its inputs and what it needs to know while running.
+#[derive(Debug)]
+pub struct Compaction {
+    /// The level read from; output goes to `level + 1`.
+    pub level: usize,
+    /// Tables from `level` and from `level + 1`.
+    pub inputs: [Vec<Arc<FileMeta>>; 2],
+    /// Tables of `level + 2` overlapping the inputs.
+    pub grandparents: Vec<Arc<FileMeta>>,
+    /// The version the inputs come from (kept alive while the compaction runs).
+    pub version: Arc<Version>,
+    /// The edit to record: input deletions, outputs, compact pointer.
+    pub edit: VersionEdit,
+    /// Target size of an output table.
+    pub max_output_file_size: u64,
+    grandparent_index: usize,
+    seen_key: bool,
+    overlapped_bytes: u64,
+    level_ptrs: [usize; NUM_LEVELS],
+}
+
+fn total_size(files: &[Arc<FileMeta>]) -> u64 {
+    files.iter().map(|f| f.size).sum()
+}
+
+/// Smallest and largest internal keys over `files`. Requires: `files` is not empty.
+fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
+    let mut lo = &files[0].smallest;
+    let mut hi = &files[0].largest;
+    for f in &files[1..] {
+        if compare_internal_keys(&f.smallest, lo) == Ordering::Less {
+            lo = &f.smallest;
+        }
+        if compare_internal_keys(&f.largest, hi) == Ordering::Greater {
+            hi = &f.largest;
+        }
+    }
+    (lo.clone(), hi.clone())
+}
+
+fn user_bounds(range: &(Vec<u8>, Vec<u8>)) -> (Option<&[u8]>, Option<&[u8]>) {
+    (Some(user_key(&range.0)), Some(user_key(&range.1)))
+}
+
+impl Compaction {
+    fn new(level: usize, version: Arc<Version>, max_file_size: u64) -> Self {
+        Compaction {
+            level,
+            inputs: [Vec::new(), Vec::new()],
+            grandparents: Vec::new(),
+            version,
+            edit: VersionEdit::default(),
+            max_output_file_size: max_file_size,
+            grandparent_index: 0,
+            seen_key: false,
+            overlapped_bytes: 0,
+            level_ptrs: [0; NUM_LEVELS],
+        }
+    }
+
+    fn max_grandparent_overlap(&self) -> u64 {
+        10 * self.max_output_file_size
+    }
+
+    /// True if the compaction can move its one input table down a level unchanged.
+    pub fn is_trivial_move(&self) -> bool {
+        self.inputs[0].len() == 1
+            && self.inputs[1].is_empty()
+            && total_size(&self.grandparents) <= self.max_grandparent_overlap()
+    }
+
+    /// Adds the deletion of every input to the edit.
+    pub fn add_input_deletions(&mut self) {
+        for (which, files) in self.inputs.iter().enumerate() {
+            for f in files {
+                self.edit
+                    .deleted_files
+                    .insert((self.level + which, f.number));
+            }
+        }
+    }
+
+    /// True if no level below the output holds `user_key`, so a tombstone for it can go
+    /// (P2). Calls must come in increasing key order.
+    pub fn is_base_level_for_key(&mut self, key: &[u8]) -> bool {
+        for level in self.level + 2..NUM_LEVELS {
+            let files = &self.version.levels[level];
+            while let Some(f) = files.get(self.level_ptrs[level]) {
+                let (lo, hi) = f.user_range();
+                if key <= hi {
+                    if key >= lo {
+                        return false;
+                    }
+                    break;
+                }
+                self.level_ptrs[level] += 1;
+            }
+        }
+        true
+    }
+
+    /// True if the output table should end before `ikey`, so that no output overlaps too
+    /// many grandparent bytes (which would make its own compaction expensive).
+    pub fn should_stop_before(&mut self, ikey: &[u8]) -> bool {
+        while let Some(g) = self.grandparents.get(self.grandparent_index) {
+            if compare_internal_keys(ikey, &g.largest) != Ordering::Greater {
+                break;
+            }
+            if self.seen_key {
+                self.overlapped_bytes += g.size;
+            }
+            self.grandparent_index += 1;
+        }
+        self.seen_key = true;
+        if self.overlapped_bytes > self.max_grandparent_overlap() {
+            self.overlapped_bytes = 0;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Total bytes of the inputs.
+    pub fn input_bytes(&self) -> u64 {
+        total_size(&self.inputs[0]) + total_size(&self.inputs[1])
+    }
+}
+
+/// The next compaction the version needs, if any: size-triggered first, then
+/// seek-triggered.
+pub fn pick_compaction(
+    version: &Arc<Version>,
+    compact_pointers: &[Vec<u8>; NUM_LEVELS],
+    max_file_size: u64,
+) -> Option<Compaction> {
+    let seek_file = version
+        .file_to_compact
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let mut c = if version.compaction_score >= 1.0 {
+        let level = version.compaction_level;
+        let mut c = Compaction::new(level, Arc::clone(version), max_file_size);
+        // Start after the key where the last compaction of this level stopped.
+        let pointer = &compact_pointers[level];
+        let first = version.levels[level]
+            .iter()
+            .find(|f| {
+                pointer.is_empty()
+                    || compare_internal_keys(&f.largest, pointer) == Ordering::Greater
+            })
+            .or_else(|| version.levels[level].first())?;
+        c.inputs[0].push(Arc::clone(first));
+        c
+    } else if let Some((level, f)) = seek_file {
+        let mut c = Compaction::new(level, Arc::clone(version), max_file_size);
+        c.inputs[0].push(f);
+        c
+    } else {
+        return None;
+    };
+    if c.level == 0 {
+        // Level-0 tables overlap: take every one that overlaps the chosen range.
+        let range = key_range(&c.inputs[0]);
+        let (lo, hi) = user_bounds(&range);
+        c.inputs[0] = version.overlapping_inputs(0, lo, hi);
+    }
+    setup_other_inputs(&mut c);
+    Some(c)
+}
+
+/// A compaction of `level` over the user-key range (`None` = unbounded), or `None` if
+/// nothing there overlaps it. Large ranges above level 0 are cut to about one
+/// compaction's worth; the caller repeats until the range is done.
+pub fn range_compaction(
+    version: &Arc<Version>,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    max_file_size: u64,
+) -> Option<Compaction> {
+    let mut inputs = version.overlapping_inputs(level, begin, end);
+    if inputs.is_empty() {
+        return None;
+    }
+    if level > 0 {
+        let limit = 25 * max_file_size;
+        let mut total = 0;
+        for i in 0..inputs.len() {
+            total += inputs[i].size;
+            if total >= limit {
+                inputs.truncate(i + 1);
+                break;
+            }
+        }
+    }
+    let mut c = Compaction::new(level, Arc::clone(version), max_file_size);
+    c.inputs[0] = inputs;
+    setup_other_inputs(&mut c);
+    Some(c)
+}
+
+/// Adds the overlapping tables of `level + 1` (P1), grows the `level` inputs when that
+/// costs no more `level + 1` tables, and notes the grandparents and compact pointer.
+fn setup_other_inputs(c: &mut Compaction) {
+    let level = c.level;
+    let v = Arc::clone(&c.version);
+    let range = key_range(&c.inputs[0]);
+    let (lo, hi) = user_bounds(&range);
+    c.inputs[1] = v.overlapping_inputs(level + 1, lo, hi);
+    let mut all: Vec<Arc<FileMeta>> = c.inputs[0]
+        .iter()
+        .chain(c.inputs[1].iter())
+        .cloned()
+        .collect();
+    let mut all_range = key_range(&all);
+
+    if !c.inputs[1].is_empty() {
+        let (alo, ahi) = user_bounds(&all_range);
+        let expanded0 = v.overlapping_inputs(level, alo, ahi);
+        let limit = 25 * c.max_output_file_size;
+        if expanded0.len() > c.inputs[0].len()
+            && total_size(&expanded0) + total_size(&c.inputs[1]) < limit
+        {
+            let new_range = key_range(&expanded0);
+            let (nlo, nhi) = user_bounds(&new_range);
+            let expanded1 = v.overlapping_inputs(level + 1, nlo, nhi);
+            if expanded1.len() == c.inputs[1].len() {
+                c.inputs[0] = expanded0;
+                c.inputs[1] = expanded1;
+                all = c.inputs[0]
+                    .iter()
+                    .chain(c.inputs[1].iter())
+                    .cloned()
+                    .collect();
+                all_range = key_range(&all);
+            }
+        }
+    }
+    if level + 2 < NUM_LEVELS {
+        let (alo, ahi) = user_bounds(&all_range);
+        c.grandparents = v.overlapping_inputs(level + 2, alo, ahi);
+    }
+    let level_range = key_range(&c.inputs[0]);
+    c.edit.compact_pointers.push((level, level_range.1));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{ValueType, make_internal_key};
+
+    fn f(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMeta> {
+        Arc::new(FileMeta::new(
+            number,
+            size,
+            make_internal_key(lo.as_bytes(), 10, ValueType::Value),
+            make_internal_key(hi.as_bytes(), 10, ValueType::Value),
+        ))
+    }
+
+    fn version(levels: Vec<(usize, Arc<FileMeta>)>) -> Arc<Version> {
+        let mut v = Version::default();
+        for (l, file) in levels {
+            v.levels[l].push(file);
+        }
+        v.finalize();
+        Arc::new(v)
+    }
+
+    #[test]
+    fn level0_compaction_takes_overlapping_tables_and_level1() {
+        let v = version(vec![
+            (0, f(1, "a", "c", 1000)),
+            (0, f(2, "b", "e", 1000)),
+            (0, f(3, "x", "z", 1000)),
+            (0, f(4, "d", "f", 1000)),
+            (1, f(5, "a", "b", 1000)),
+            (1, f(6, "e", "g", 1000)),
+            (1, f(7, "m", "n", 1000)),
+        ]);
+        assert!(v.compaction_score >= 1.0);
+        assert_eq!(v.compaction_level, 0);
+        let c = pick_compaction(&v, &Default::default(), 2 << 20).unwrap();
+        let mut l0: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
+        l0.sort();
+        assert_eq!(l0, [1, 2, 4]);
+        assert_eq!(
+            c.inputs[1].iter().map(|f| f.number).collect::<Vec<_>>(),
+            [5, 6]
+        );
+        assert!(!c.is_trivial_move());
+    }
+
+    #[test]
+    fn compact_pointer_rotates_through_a_level() {
+        let big = 6 << 20;
+        let v = version(vec![
+            (1, f(1, "a", "b", big)),
+            (1, f(2, "c", "d", big)),
+            (1, f(3, "e", "f", big)),
+        ]);
+        assert_eq!(v.compaction_level, 1);
+        let mut pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
+        let c = pick_compaction(&v, &pointers, 2 << 20).unwrap();
+        assert_eq!(c.inputs[0][0].number, 1);
+        assert!(c.is_trivial_move());
+        pointers[1] = c.edit.compact_pointers[0].1.clone();
+        let c = pick_compaction(&v, &pointers, 2 << 20).unwrap();
+        assert_eq!(c.inputs[0][0].number, 2);
+    }
+
+    #[test]
+    fn base_level_and_stop_rules() {
+        let v = version(vec![
+            (1, f(1, "a", "z", 100)),
+            (3, f(2, "c", "d", 100)),
+            (3, f(3, "m", "n", 100)),
+        ]);
+        let mut c = range_compaction(&v, 1, None, None, 2 << 20).unwrap();
+        assert!(c.is_base_level_for_key(b"a"));
+        assert!(!c.is_base_level_for_key(b"c"));
+        assert!(c.is_base_level_for_key(b"e"));
+        assert!(!c.is_base_level_for_key(b"m"));
+        assert!(c.is_base_level_for_key(b"p"));
+        let mut g = Compaction::new(1, Arc::clone(&v), 10);
+        g.grandparents = vec![f(8, "b", "b", 60), f(9, "d", "d", 60)];
+        assert!(!g.should_stop_before(&make_internal_key(b"a", 1, ValueType::Value)));
+        assert!(!g.should_stop_before(&make_internal_key(b"c", 1, ValueType::Value)));
+        assert!(g.should_stop_before(&make_internal_key(b"e", 1, ValueType::Value)));
+    }
+}

@@ -1,0 +1,128 @@
+//! [`TableCache`]: open tables, at most `max_open_files` of them, least recently used
+//! closed first.
+//!
+//! Opening a table reads its footer, index and filter; the cache keeps that work (and the
+//! file handle) for the next lookup. Tables are handed out as `Arc`s, so closing one only
+//! drops the cache's reference: readers holding it keep reading.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::cache::BlockCache;
+use crate::env::Env;
+use crate::error::Result;
+use crate::filename;
+use crate::sstable::{Table, TableIter};
+
+#[derive(Debug, Default)]
+struct Entries {
+    /// File number to table and the tick of its last use.
+    map: HashMap<u64, (Arc<Table>, u64)>,
+    tick: u64,
+}
+
+/// The open tables of one database.
+#[derive(Debug)]
+pub struct TableCache {
+    dir: PathBuf,
+    env: Arc<dyn Env>,
+    block_cache: Arc<BlockCache>,
+    capacity: usize,
+    entries: Mutex<Entries>,
+}
+
+impl TableCache {
+    /// A cache for the tables of `dir`, keeping at most `capacity` open.
+    pub fn new(
+        dir: &Path,
+        env: Arc<dyn Env>,
+        block_cache: Arc<BlockCache>,
+        capacity: usize,
+    ) -> Self {
+        TableCache {
+            dir: dir.to_path_buf(),
+            env,
+            block_cache,
+            capacity: capacity.max(1),
+            entries: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Entries> {
+        // Each operation leaves the map whole; a panic cannot leave it half updated.
+        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The open table `number` (of `size` bytes), opening it if needed.
+    pub fn find(&self, number: u64, size: u64) -> Result<Arc<Table>> {
+        {
+            let mut e = self.lock();
+            e.tick += 1;
+            let tick = e.tick;
+            if let Some((t, used)) = e.map.get_mut(&number) {
+                *used = tick;
+                return Ok(Arc::clone(t));
+            }
+        }
+        // Open outside the lock: other lookups go on meanwhile.
+        let mut path = filename::table(&self.dir, number);
+        if !self.env.exists(&path) {
+            let legacy = filename::sst_table(&self.dir, number);
+            if self.env.exists(&legacy) {
+                path = legacy;
+            }
+        }
+        let file = self.env.new_random_access(&path)?;
+        let table = Table::open(file, &path.to_string_lossy(), size, true)?
+            .with_cache(Arc::clone(&self.block_cache));
+        let table = Arc::new(table);
+        let mut e = self.lock();
+        if e.map.len() >= self.capacity
+            && let Some(oldest) = e
+                .map
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(n, _)| *n)
+        {
+            e.map.remove(&oldest);
+        }
+        let tick = e.tick;
+        e.map.insert(number, (Arc::clone(&table), tick));
+        Ok(table)
+    }
+
+    /// The first entry at or after `ikey` in the block of table `number` that would hold it.
+    pub fn get(
+        &self,
+        number: u64,
+        size: u64,
+        ikey: &[u8],
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.find(number, size)?
+            .get(ikey, verify_checksums, fill_cache)
+    }
+
+    /// A cursor over table `number`.
+    pub fn iter(
+        &self,
+        number: u64,
+        size: u64,
+        verify_checksums: bool,
+        fill_cache: bool,
+    ) -> Result<TableIter> {
+        Ok(self.find(number, size)?.iter(verify_checksums, fill_cache))
+    }
+
+    /// Forgets table `number` (its file is being deleted).
+    pub fn evict(&self, number: u64) {
+        self.lock().map.remove(&number);
+    }
+
+    /// The block cache the tables share.
+    pub fn block_cache(&self) -> &Arc<BlockCache> {
+        &self.block_cache
+    }
+}

@@ -1,0 +1,408 @@
+//! [`VersionSet`]: the current version, the database's counters, and the manifest.
+//!
+//! The manifest is a log of [`VersionEdit`]s. A new manifest starts with a snapshot of the
+//! whole state, then one record per change. `CURRENT` names the live manifest; it is
+//! replaced atomically (write `NNNNNN.dbtmp`, sync, rename, sync the directory).
+//!
+//! Not thread-safe by itself: the database keeps it under its state mutex.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Weak};
+
+use super::{Builder, FileMetaData, NUM_LEVELS, Version, VersionEdit};
+use crate::env::{Env, WritableFile};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::key::BYTEWISE_COMPARATOR;
+use crate::log::{LogReader, LogWriter};
+
+/// The current version and the counters the manifest records.
+pub struct VersionSet {
+    dir: PathBuf,
+    env: Arc<dyn Env>,
+    /// The next number to hand to a new file.
+    pub next_file_number: u64,
+    /// The live manifest's number.
+    pub manifest_number: u64,
+    /// The last seqnum written (and made visible).
+    pub last_seqnum: u64,
+    /// Logs numbered below this are obsolete.
+    pub log_number: u64,
+    /// An older log still needed (0 if none; kept for LevelDB's format).
+    pub prev_log_number: u64,
+    manifest: Option<LogWriter<dyn WritableFile>>,
+    current: Arc<Version>,
+    /// Where the next size compaction of each level starts.
+    pub compact_pointers: [Vec<u8>; NUM_LEVELS],
+    /// Every version built; the ones still alive protect their files (V3).
+    versions: Vec<Weak<Version>>,
+}
+
+impl std::fmt::Debug for VersionSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VersionSet")
+            .field("next_file_number", &self.next_file_number)
+            .field("manifest_number", &self.manifest_number)
+            .field("last_seqnum", &self.last_seqnum)
+            .field("log_number", &self.log_number)
+            .finish_non_exhaustive()
+    }
+}
+
+impl VersionSet {
+    /// An empty set for the database in `dir`; call [`VersionSet::recover`] next.
+    pub fn new(dir: &Path, env: Arc<dyn Env>) -> Self {
+        VersionSet {
+            dir: dir.to_path_buf(),
+            env,
+            next_file_number: 2,
+            manifest_number: 0,
+            last_seqnum: 0,
+            log_number: 0,
+            prev_log_number: 0,
+            manifest: None,
+            current: Arc::new(Version::default()),
+            compact_pointers: Default::default(),
+            versions: Vec::new(),
+        }
+    }
+
+    /// The current version.
+    pub fn current(&self) -> Arc<Version> {
+        Arc::clone(&self.current)
+    }
+
+    /// Hands out a new file number.
+    pub fn new_file_number(&mut self) -> u64 {
+        let n = self.next_file_number;
+        self.next_file_number += 1;
+        n
+    }
+
+    /// Makes sure `number` is never handed out.
+    pub fn mark_file_number_used(&mut self, number: u64) {
+        if self.next_file_number <= number {
+            self.next_file_number = number + 1;
+        }
+    }
+
+    /// Writes the manifest of a new, empty database and points `CURRENT` at it.
+    pub fn create_new_db(dir: &Path, env: &dyn Env) -> Result<()> {
+        let edit = VersionEdit {
+            comparator: Some(BYTEWISE_COMPARATOR.to_string()),
+            log_number: Some(0),
+            next_file_number: Some(2),
+            last_seqnum: Some(0),
+            ..Default::default()
+        };
+        let path = filename::manifest(dir, 1);
+        let result = (|| {
+            let mut log = LogWriter::new(env.new_writable(&path)?);
+            log.add_record(&edit.encode())?;
+            log.sync()?;
+            env.sync_dir(dir)?;
+            set_current_file(env, dir, 1)
+        })();
+        if result.is_err() {
+            let _ = env.remove_file(&path);
+        }
+        result
+    }
+
+    /// Rebuilds the current version from the manifest `CURRENT` names.
+    pub fn recover(&mut self) -> Result<()> {
+        let current_path = filename::current(&self.dir);
+        let mut current = Vec::new();
+        let mut f = self.env.new_sequential(&current_path)?;
+        let mut buf = [0u8; 256];
+        loop {
+            let n = f.read(&mut buf)?;
+            if n == 0 || current.len() > 4096 {
+                break;
+            }
+            current.extend_from_slice(&buf[..n]);
+        }
+        let name = std::str::from_utf8(&current)
+            .ok()
+            .and_then(|s| s.strip_suffix('\n'))
+            .filter(|s| !s.is_empty() && !s.contains(['/', '\n']))
+            .ok_or_else(|| {
+                Error::corruption(
+                    "CURRENT",
+                    0,
+                    "CURRENT must hold a manifest name and a newline",
+                )
+            })?;
+        let manifest_path = self.dir.join(name);
+        let manifest_name = manifest_path.to_string_lossy().into_owned();
+        let mut reader = LogReader::new(self.env.new_sequential(&manifest_path)?, true);
+        let mut builder = Builder::new(Arc::new(Version::default()));
+        let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
+        let mut record = Vec::new();
+        while reader.read_record(&mut record)? {
+            check_drops(&mut reader, &manifest_name)?;
+            let edit = VersionEdit::decode(&record)
+                .map_err(|e| e.located(&manifest_name, reader.last_record_offset()))?;
+            if let Some(c) = &edit.comparator
+                && c != BYTEWISE_COMPARATOR
+            {
+                return Err(Error::ComparatorMismatch(c.clone()));
+            }
+            builder.apply(&edit, &mut self.compact_pointers);
+            next_file = edit.next_file_number.or(next_file);
+            last_seq = edit.last_seqnum.or(last_seq);
+            log_number = edit.log_number.or(log_number);
+            prev_log = edit.prev_log_number.or(prev_log);
+        }
+        check_drops(&mut reader, &manifest_name)?;
+        let missing =
+            |what: &str| Error::corruption(&manifest_name, 0, format!("manifest has no {what}"));
+        let next_file = next_file.ok_or_else(|| missing("next file number"))?;
+        let log_number = log_number.ok_or_else(|| missing("log number"))?;
+        let last_seq = last_seq.ok_or_else(|| missing("last sequence number"))?;
+        let prev_log = prev_log.unwrap_or(0);
+
+        let mut version = builder.build().map_err(|e| match e {
+            Error::Corruption(mut c) => {
+                c.file = manifest_name.clone();
+                Error::Corruption(c)
+            }
+            other => other,
+        })?;
+        version.finalize();
+        self.next_file_number = next_file;
+        self.mark_file_number_used(prev_log);
+        self.mark_file_number_used(log_number);
+        self.install(version);
+        self.manifest_number = self.next_file_number;
+        self.next_file_number += 1;
+        self.last_seqnum = last_seq;
+        self.log_number = log_number;
+        self.prev_log_number = prev_log;
+        Ok(())
+    }
+
+    fn install(&mut self, version: Version) {
+        let v = Arc::new(version);
+        self.versions.retain(|w| w.strong_count() > 0);
+        self.versions.push(Arc::downgrade(&v));
+        self.current = v;
+    }
+
+    /// Applies `edit` to the current version, records it in the manifest (a new manifest,
+    /// starting with a snapshot, if none is open) and makes the result current. The
+    /// manifest is synced before this returns.
+    pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        let log_number = *edit.log_number.get_or_insert(self.log_number);
+        let prev_log = *edit.prev_log_number.get_or_insert(self.prev_log_number);
+        edit.next_file_number = Some(self.next_file_number);
+        edit.last_seqnum = Some(self.last_seqnum);
+        let mut pointers = self.compact_pointers.clone();
+        let mut builder = Builder::new(self.current());
+        builder.apply(edit, &mut pointers);
+        let mut version = builder.build()?;
+        version.finalize();
+
+        let mut created = None;
+        if self.manifest.is_none() {
+            let path = filename::manifest(&self.dir, self.manifest_number);
+            let mut log = LogWriter::new(self.env.new_writable(&path)?);
+            let snapshot = self.snapshot_edit();
+            if let Err(e) = log.add_record(&snapshot.encode()) {
+                let _ = self.env.remove_file(&path);
+                return Err(e);
+            }
+            self.manifest = Some(log);
+            created = Some(path);
+        }
+        let written = match self.manifest.as_mut() {
+            Some(log) => log.add_record(&edit.encode()).and_then(|()| log.sync()),
+            None => Ok(()),
+        };
+        let written = written.and_then(|()| match &created {
+            Some(_) => self.env.sync_dir(&self.dir).and_then(|()| {
+                set_current_file(self.env.as_ref(), &self.dir, self.manifest_number)
+            }),
+            None => Ok(()),
+        });
+        if let Err(e) = written {
+            // A manifest that may hold a torn record is never appended to again.
+            self.manifest = None;
+            if let Some(path) = created {
+                let _ = self.env.remove_file(&path);
+            }
+            return Err(e);
+        }
+        self.compact_pointers = pointers;
+        self.install(version);
+        self.log_number = log_number;
+        self.prev_log_number = prev_log;
+        Ok(())
+    }
+
+    /// The whole current state as one edit (the first record of a new manifest).
+    fn snapshot_edit(&self) -> VersionEdit {
+        let mut edit = VersionEdit {
+            comparator: Some(BYTEWISE_COMPARATOR.to_string()),
+            ..Default::default()
+        };
+        for (level, key) in self.compact_pointers.iter().enumerate() {
+            if !key.is_empty() {
+                edit.compact_pointers.push((level, key.clone()));
+            }
+        }
+        for (level, files) in self.current.levels.iter().enumerate() {
+            for f in files {
+                edit.new_files.push((
+                    level,
+                    FileMetaData {
+                        number: f.number,
+                        size: f.size,
+                        smallest: f.smallest.clone(),
+                        largest: f.largest.clone(),
+                    },
+                ));
+            }
+        }
+        edit
+    }
+
+    /// Numbers of every table some live version names (V3).
+    pub fn live_files(&mut self) -> HashSet<u64> {
+        self.versions.retain(|w| w.strong_count() > 0);
+        let mut live = HashSet::new();
+        for v in self.versions.iter().filter_map(Weak::upgrade) {
+            for files in &v.levels {
+                live.extend(files.iter().map(|f| f.number));
+            }
+        }
+        live
+    }
+}
+
+/// Manifest damage other than a torn last record is corruption; a torn last record is an
+/// edit that was never acknowledged, and is dropped.
+fn check_drops(reader: &mut LogReader, manifest: &str) -> Result<()> {
+    for d in reader.take_dropped() {
+        if !d.reason.is_torn_tail() {
+            return Err(Error::corruption(
+                manifest,
+                d.offset,
+                format!(
+                    "manifest record damaged ({:?}, {} bytes)",
+                    d.reason, d.bytes
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Points `CURRENT` at `MANIFEST-<number>`: temp file, sync, rename, directory sync.
+pub fn set_current_file(env: &dyn Env, dir: &Path, number: u64) -> Result<()> {
+    let tmp = filename::temp(dir, number);
+    let contents = format!("MANIFEST-{number:06}\n");
+    let result = (|| {
+        let mut f = env.new_writable(&tmp)?;
+        f.append(contents.as_bytes())?;
+        f.sync()?;
+        drop(f);
+        env.rename(&tmp, &filename::current(dir))?;
+        env.sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = env.remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::MemEnv;
+    use crate::key::{ValueType, make_internal_key};
+
+    fn file(number: u64, lo: &str, hi: &str) -> FileMetaData {
+        FileMetaData {
+            number,
+            size: 100,
+            smallest: make_internal_key(lo.as_bytes(), 1, ValueType::Value),
+            largest: make_internal_key(hi.as_bytes(), 2, ValueType::Value),
+        }
+    }
+
+    #[test]
+    fn create_apply_and_recover() {
+        let env = Arc::new(MemEnv::new());
+        let dir = Path::new("/db");
+        env.create_dir_all(dir).unwrap();
+        VersionSet::create_new_db(dir, env.as_ref()).unwrap();
+        let mut vs = VersionSet::new(dir, env.clone());
+        vs.recover().unwrap();
+        assert_eq!(vs.manifest_number, 2);
+        assert_eq!(vs.next_file_number, 3);
+        let n = vs.new_file_number();
+        let mut edit = VersionEdit::default();
+        edit.new_files.push((1, file(n, "a", "f")));
+        vs.last_seqnum = 42;
+        vs.log_and_apply(&mut edit).unwrap();
+        assert_eq!(
+            env.contents(&filename::current(dir)).unwrap(),
+            b"MANIFEST-000002\n"
+        );
+        let mut edit = VersionEdit::default();
+        edit.new_files
+            .push((0, file(vs.new_file_number(), "b", "c")));
+        vs.log_and_apply(&mut edit).unwrap();
+        let live = vs.live_files();
+        assert!(live.contains(&3) && live.contains(&4));
+
+        let mut again = VersionSet::new(dir, env.clone());
+        again.recover().unwrap();
+        let v = again.current();
+        assert_eq!(v.levels[1][0].number, 3);
+        assert_eq!(v.levels[0][0].number, 4);
+        assert_eq!(again.last_seqnum, 42);
+        assert!(again.next_file_number > 4);
+    }
+
+    #[test]
+    fn bad_current_and_comparator_are_reported() {
+        let env = Arc::new(MemEnv::new());
+        let dir = Path::new("/db");
+        env.set_contents(&filename::current(dir), b"MANIFEST-000001".to_vec());
+        let err = VersionSet::new(dir, env.clone()).recover().unwrap_err();
+        assert!(err.is_corruption(), "{err}");
+        let edit = VersionEdit {
+            comparator: Some("other.Comparator".into()),
+            log_number: Some(0),
+            next_file_number: Some(2),
+            last_seqnum: Some(0),
+            ..Default::default()
+        };
+        let mut log = LogWriter::new(env.new_writable(&filename::manifest(dir, 1)).unwrap());
+        log.add_record(&edit.encode()).unwrap();
+        set_current_file(env.as_ref(), dir, 1).unwrap();
+        let err = VersionSet::new(dir, env.clone()).recover().unwrap_err();
+        assert!(
+            matches!(err, Error::ComparatorMismatch(ref c) if c == "other.Comparator"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn file_names_parse() {
+        use filename::{Kind, parse};
+        assert_eq!(parse("000012.log"), Some(Kind::Log(12)));
+        assert_eq!(parse("000012.ldb"), Some(Kind::Table(12)));
+        assert_eq!(parse("000012.sst"), Some(Kind::Table(12)));
+        assert_eq!(parse("MANIFEST-000003"), Some(Kind::Manifest(3)));
+        assert_eq!(parse("000004.dbtmp"), Some(Kind::Temp(4)));
+        assert_eq!(parse("CURRENT"), Some(Kind::Current));
+        assert_eq!(parse("LOG.old"), Some(Kind::InfoLog));
+        assert_eq!(parse("foo.log"), None);
+        assert_eq!(parse("MANIFEST-"), None);
+        assert_eq!(parse("12.txt"), None);
+    }
+}

@@ -1,0 +1,293 @@
+//! [`Version`]: the live tables at one moment, per level, and lookups through them.
+
+use std::cmp::Ordering;
+use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
+use std::sync::{Arc, Mutex};
+
+use super::{L0_COMPACTION_TRIGGER, MAX_MEM_COMPACT_LEVEL, NUM_LEVELS, max_bytes_for_level};
+use crate::error::Result;
+use crate::key::{
+    self, MAX_SEQNUM, ParsedInternalKey, ValueType, compare_internal_keys, make_internal_key,
+};
+
+/// A live table as the version set knows it.
+#[derive(Debug)]
+pub struct FileMeta {
+    /// File number.
+    pub number: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// First internal key.
+    pub smallest: Vec<u8>,
+    /// Last internal key.
+    pub largest: Vec<u8>,
+    /// Lookups that may still pass through this table without finding their key before
+    /// it is scheduled for a seek-triggered compaction.
+    pub allowed_seeks: AtomicI64,
+}
+
+impl FileMeta {
+    /// A table's record; allowed seeks follow LevelDB's rule (one per 16 KiB, at least 100).
+    pub fn new(number: u64, size: u64, smallest: Vec<u8>, largest: Vec<u8>) -> Self {
+        FileMeta {
+            number,
+            size,
+            smallest,
+            largest,
+            allowed_seeks: AtomicI64::new(((size / 16384) as i64).max(100)),
+        }
+    }
+
+    /// The user key range.
+    pub fn user_range(&self) -> (&[u8], &[u8]) {
+        (key::user_key(&self.smallest), key::user_key(&self.largest))
+    }
+}
+
+/// What a version knows of a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GetResult {
+    /// The newest visible version is this value.
+    Value(Vec<u8>),
+    /// The newest visible version is a deletion.
+    Deleted,
+    /// No table holds the key.
+    Absent,
+}
+
+/// The live tables, per level. Immutable once built (V1, V2).
+#[derive(Debug, Default)]
+pub struct Version {
+    /// Tables per level, each level sorted by smallest key (ties by number).
+    pub levels: [Vec<Arc<FileMeta>>; NUM_LEVELS],
+    /// The best size-triggered compaction: score >= 1 means one is due.
+    pub compaction_score: f64,
+    /// The level that score belongs to.
+    pub compaction_level: usize,
+    /// A table whose allowed seeks ran out, with its level.
+    pub file_to_compact: Mutex<Option<(usize, Arc<FileMeta>)>>,
+}
+
+/// Index of the first table in a sorted level whose largest key is at or after `ikey`.
+pub fn find_file(files: &[Arc<FileMeta>], ikey: &[u8]) -> usize {
+    files.partition_point(|f| compare_internal_keys(&f.largest, ikey) == Ordering::Less)
+}
+
+fn after_file(user_key: Option<&[u8]>, f: &FileMeta) -> bool {
+    user_key.is_some_and(|k| k > f.user_range().1)
+}
+
+fn before_file(user_key: Option<&[u8]>, f: &FileMeta) -> bool {
+    user_key.is_some_and(|k| k < f.user_range().0)
+}
+
+impl Version {
+    /// Computes the compaction score (LevelDB's rule: level 0 by table count, deeper
+    /// levels by bytes against their target).
+    pub fn finalize(&mut self) {
+        let mut best = (0usize, -1.0f64);
+        for level in 0..NUM_LEVELS - 1 {
+            let score = if level == 0 {
+                self.levels[0].len() as f64 / L0_COMPACTION_TRIGGER as f64
+            } else {
+                self.level_bytes(level) as f64 / max_bytes_for_level(level)
+            };
+            if score > best.1 {
+                best = (level, score);
+            }
+        }
+        self.compaction_level = best.0;
+        self.compaction_score = best.1;
+    }
+
+    /// Total bytes of the tables in `level`.
+    pub fn level_bytes(&self, level: usize) -> u64 {
+        self.levels[level].iter().map(|f| f.size).sum()
+    }
+
+    /// True if some table in `level` overlaps the user-key range (`None` = unbounded).
+    pub fn overlaps(&self, level: usize, smallest: Option<&[u8]>, largest: Option<&[u8]>) -> bool {
+        let files = &self.levels[level];
+        if level == 0 {
+            return files
+                .iter()
+                .any(|f| !after_file(smallest, f) && !before_file(largest, f));
+        }
+        let index = match smallest {
+            Some(s) => find_file(files, &make_internal_key(s, MAX_SEQNUM, ValueType::Value)),
+            None => 0,
+        };
+        files.get(index).is_some_and(|f| !before_file(largest, f))
+    }
+
+    /// The tables of `level` overlapping the user-key range. In level 0 the range grows to
+    /// cover every table that overlaps a chosen one, since their ranges may overlap.
+    pub fn overlapping_inputs(
+        &self,
+        level: usize,
+        begin: Option<&[u8]>,
+        end: Option<&[u8]>,
+    ) -> Vec<Arc<FileMeta>> {
+        let mut begin = begin.map(<[u8]>::to_vec);
+        let mut end = end.map(<[u8]>::to_vec);
+        let mut out = Vec::new();
+        let files = &self.levels[level];
+        let mut i = 0;
+        while i < files.len() {
+            let f = &files[i];
+            i += 1;
+            let (lo, hi) = f.user_range();
+            if begin.as_deref().is_some_and(|b| hi < b) || end.as_deref().is_some_and(|e| lo > e) {
+                continue;
+            }
+            out.push(Arc::clone(f));
+            if level == 0 {
+                if begin.as_deref().is_some_and(|b| lo < b) {
+                    begin = Some(lo.to_vec());
+                    out.clear();
+                    i = 0;
+                } else if end.as_deref().is_some_and(|e| hi > e) {
+                    end = Some(hi.to_vec());
+                    out.clear();
+                    i = 0;
+                }
+            }
+        }
+        out
+    }
+
+    /// Where a flushed memtable covering the user-key range goes: level 0, or deeper (up
+    /// to level 2) while it overlaps nothing there and not too much in the level below.
+    pub fn pick_level_for_memtable_output(
+        &self,
+        smallest: &[u8],
+        largest: &[u8],
+        max_file_size: u64,
+    ) -> usize {
+        let mut level = 0;
+        if self.overlaps(0, Some(smallest), Some(largest)) {
+            return 0;
+        }
+        while level < MAX_MEM_COMPACT_LEVEL {
+            if self.overlaps(level + 1, Some(smallest), Some(largest)) {
+                break;
+            }
+            if level + 2 < NUM_LEVELS {
+                let grandparents =
+                    self.overlapping_inputs(level + 2, Some(smallest), Some(largest));
+                let bytes: u64 = grandparents.iter().map(|f| f.size).sum();
+                if bytes > 10 * max_file_size {
+                    break;
+                }
+            }
+            level += 1;
+        }
+        level
+    }
+
+    /// Looks `user_key` up as of `seqnum`: level 0 newest table first, then one table per
+    /// deeper level. `lookup` reads a table: it returns the first entry at or after the
+    /// lookup key in the table's data. A table consulted without finding the key, when
+    /// another table is consulted after it, is charged a seek; the table whose seeks run
+    /// out is returned for compaction.
+    #[allow(clippy::type_complexity)]
+    pub fn get(
+        &self,
+        user_key: &[u8],
+        seqnum: u64,
+        mut lookup: impl FnMut(&FileMeta, &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>>,
+    ) -> Result<(GetResult, Option<(usize, Arc<FileMeta>)>)> {
+        let ikey = make_internal_key(user_key, seqnum, ValueType::Value);
+        let mut first_miss: Option<(usize, Arc<FileMeta>)> = None;
+        let mut consulted = 0usize;
+        let mut charge = None;
+        for level in 0..NUM_LEVELS {
+            let files = &self.levels[level];
+            let candidates: Vec<&Arc<FileMeta>> = if level == 0 {
+                let mut c: Vec<_> = files
+                    .iter()
+                    .filter(|f| {
+                        let (lo, hi) = f.user_range();
+                        lo <= user_key && user_key <= hi
+                    })
+                    .collect();
+                c.sort_by(|a, b| b.number.cmp(&a.number)); // V2: newest first
+                c
+            } else {
+                let i = find_file(files, &ikey);
+                files
+                    .get(i)
+                    .filter(|f| f.user_range().0 <= user_key)
+                    .into_iter()
+                    .collect()
+            };
+            for f in candidates {
+                consulted += 1;
+                if consulted == 2 {
+                    charge = first_miss.take();
+                }
+                if first_miss.is_none() && consulted == 1 {
+                    first_miss = Some((level, Arc::clone(f)));
+                }
+                if let Some((found, value)) = lookup(f, &ikey)? {
+                    if let Some(p) = ParsedInternalKey::parse(&found)
+                        && p.user_key == user_key
+                    {
+                        let result = match p.ty {
+                            ValueType::Value => GetResult::Value(value),
+                            ValueType::Deletion => GetResult::Deleted,
+                        };
+                        return Ok((result, self.charge_seek(charge)));
+                    }
+                }
+            }
+        }
+        Ok((GetResult::Absent, self.charge_seek(charge)))
+    }
+
+    fn charge_seek(
+        &self,
+        charge: Option<(usize, Arc<FileMeta>)>,
+    ) -> Option<(usize, Arc<FileMeta>)> {
+        let (level, f) = charge?;
+        if f.allowed_seeks.fetch_sub(1, AtomicOrdering::Relaxed) <= 1 {
+            let mut slot = self
+                .file_to_compact
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            if slot.is_none() {
+                *slot = Some((level, Arc::clone(&f)));
+                return Some((level, f));
+            }
+        }
+        None
+    }
+
+    /// Approximate byte offset of `ikey` across the whole database.
+    pub fn approximate_offset_of(
+        &self,
+        ikey: &[u8],
+        mut table_offset: impl FnMut(&FileMeta, &[u8]) -> u64,
+    ) -> u64 {
+        let mut result = 0;
+        for (level, files) in self.levels.iter().enumerate() {
+            for f in files {
+                if compare_internal_keys(&f.largest, ikey) != Ordering::Greater {
+                    result += f.size;
+                } else if compare_internal_keys(&f.smallest, ikey) == Ordering::Greater {
+                    if level > 0 {
+                        break; // sorted: no later table can hold ikey
+                    }
+                } else {
+                    result += table_offset(f, ikey);
+                }
+            }
+        }
+        result
+    }
+
+    /// Number of tables per level.
+    pub fn files_per_level(&self) -> [usize; NUM_LEVELS] {
+        std::array::from_fn(|l| self.levels[l].len())
+    }
+}
