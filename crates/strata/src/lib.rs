@@ -8,7 +8,9 @@
 //! - [`key`], [`batch`]: internal keys and their order, write batches.
 //! - [`filter`]: the Bloom filter policy.
 //! - [`sstable`]: blocks, filter blocks and sorted tables; [`cache`]: the block cache.
-//! - [`version`]: version edits (manifest records).
+//! - [`version`]: versions, version edits (manifest records), the version set.
+//! - [`memtable`], [`table_cache`], [`compaction`], [`snapshot`]: the engine's parts.
+//! - [`Db`]: the database.
 
 #![deny(unsafe_code)]
 
@@ -17,6 +19,7 @@ pub mod cache;
 pub mod checksum;
 pub mod coding;
 pub mod compaction;
+mod db;
 pub mod env;
 mod error;
 pub mod filename;
@@ -32,6 +35,7 @@ pub mod table_cache;
 pub mod version;
 
 pub use batch::WriteBatch;
+pub use db::{Db, DbIterator, KeyValue, LevelIter, MAX_KEY_SIZE, MAX_VALUE_SIZE, Range};
 pub use error::{Corruption, Error, Result};
 pub use options::{Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;

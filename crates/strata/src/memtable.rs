@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use crossbeam_skiplist::SkipMap;
 use crossbeam_skiplist::map::Entry;
 
+use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::iter::Cursor;
 use crate::key::{self, SeqNum, ValueType, compare_internal_keys, make_internal_key};
@@ -70,6 +71,18 @@ impl MemTable {
             .fetch_add(ikey.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
         self.map
             .insert(MemKey(ikey.into_boxed_slice()), value.to_vec());
+    }
+
+    /// Adds every operation of `batch`, the first at the batch's seqnum. Stops at the
+    /// first malformed record (batches from disk are checked before they get here).
+    pub fn insert_batch(&self, batch: &WriteBatch) -> Result<()> {
+        for (seqnum, op) in (batch.seqnum()..).zip(batch.iter()) {
+            match op? {
+                BatchOp::Put(k, v) => self.add(seqnum, ValueType::Value, k, v),
+                BatchOp::Delete(k) => self.add(seqnum, ValueType::Deletion, k, &[]),
+            }
+        }
+        Ok(())
     }
 
     /// The newest version of `user_key` with a seqnum at most `seqnum`, if any.

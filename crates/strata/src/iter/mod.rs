@@ -66,3 +66,28 @@ impl<C: Cursor + ?Sized> Cursor for Box<C> {
         (**self).status()
     }
 }
+
+/// A cursor with nothing in it but an error: stands in for a child that could not be
+/// opened, so that the error reaches the reader instead of the data silently missing.
+#[derive(Debug)]
+pub struct ErrorCursor(pub crate::error::Error);
+
+impl Cursor for ErrorCursor {
+    fn valid(&self) -> bool {
+        false
+    }
+    fn seek_to_first(&mut self) {}
+    fn seek_to_last(&mut self) {}
+    fn seek(&mut self, _target: &[u8]) {}
+    fn next(&mut self) {}
+    fn prev(&mut self) {}
+    fn key(&self) -> &[u8] {
+        &[]
+    }
+    fn value(&self) -> &[u8] {
+        &[]
+    }
+    fn status(&self) -> Result<()> {
+        Err(self.0.clone())
+    }
+}

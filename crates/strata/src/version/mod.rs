@@ -22,7 +22,7 @@ mod version;
 
 pub use builder::Builder;
 pub use edit::{FileMetaData, NUM_LEVELS, VersionEdit};
-pub use set::VersionSet;
+pub use set::{VersionSet, set_current_file};
 pub use version::{FileMeta, GetResult, Version};
 
 /// Level-0 table count that triggers a compaction.

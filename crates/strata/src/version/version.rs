@@ -211,7 +211,7 @@ impl Version {
                         lo <= user_key && user_key <= hi
                     })
                     .collect();
-                c.sort_by(|a, b| b.number.cmp(&a.number)); // V2: newest first
+                c.sort_by_key(|f| std::cmp::Reverse(f.number)); // V2: newest first
                 c
             } else {
                 let i = find_file(files, &ikey);
@@ -229,16 +229,15 @@ impl Version {
                 if first_miss.is_none() && consulted == 1 {
                     first_miss = Some((level, Arc::clone(f)));
                 }
-                if let Some((found, value)) = lookup(f, &ikey)? {
-                    if let Some(p) = ParsedInternalKey::parse(&found)
-                        && p.user_key == user_key
-                    {
-                        let result = match p.ty {
-                            ValueType::Value => GetResult::Value(value),
-                            ValueType::Deletion => GetResult::Deleted,
-                        };
-                        return Ok((result, self.charge_seek(charge)));
-                    }
+                if let Some((found, value)) = lookup(f, &ikey)?
+                    && let Some(p) = ParsedInternalKey::parse(&found)
+                    && p.user_key == user_key
+                {
+                    let result = match p.ty {
+                        ValueType::Value => GetResult::Value(value),
+                        ValueType::Deletion => GetResult::Deleted,
+                    };
+                    return Ok((result, self.charge_seek(charge)));
                 }
             }
         }

@@ -1,0 +1,482 @@
+//! The background thread: flushes the immutable memtable, runs compactions, deletes
+//! obsolete files. One thread per database; it holds the state lock only to decide and to
+//! install results, never during table I/O.
+
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, MutexGuard};
+use std::time::Instant;
+
+use super::{DbInner, ManualCompaction, State, write};
+use crate::compaction::{Compaction, pick_compaction, range_compaction};
+use crate::error::{Error, Result};
+use crate::filename::{self, Kind};
+use crate::iter::{BoxCursor, Cursor, MergingIter};
+use crate::key::{self, MAX_SEQNUM, ParsedInternalKey, ValueType};
+use crate::memtable::MemTable;
+use crate::sstable::TableBuilder;
+use crate::version::{FileMetaData, NUM_LEVELS, VersionEdit};
+
+use super::LevelIter;
+
+/// The background thread's loop.
+pub(super) fn run(db: &Arc<DbInner>) {
+    let mut st = db.lock();
+    loop {
+        while !st.bg_scheduled && !db.shutting_down.load(Ordering::Acquire) {
+            st = db.wait(&db.bg_cv, st);
+        }
+        if db.shutting_down.load(Ordering::Acquire) {
+            break;
+        }
+        if st.bg_error.is_none() {
+            st = background_work(db, st);
+        }
+        st.bg_scheduled = false;
+        maybe_schedule(db, &mut st);
+        db.bg_cv.notify_all();
+    }
+    st.bg_scheduled = false;
+    db.bg_cv.notify_all();
+}
+
+/// Asks the background thread to run if there is work for it.
+pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
+    if st.bg_scheduled || st.bg_error.is_some() || db.shutting_down.load(Ordering::Acquire) {
+        return;
+    }
+    let v = st.versions.current();
+    let seek_due = v
+        .file_to_compact
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .is_some();
+    let manual_due = st.manual.as_ref().is_some_and(|m| !m.done);
+    if st.imm.is_some() || manual_due || v.compaction_score >= 1.0 || seek_due {
+        st.bg_scheduled = true;
+        db.bg_cv.notify_all();
+    }
+}
+
+fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+    if st.imm.is_some() {
+        return compact_memtable(db, st);
+    }
+    let max_file_size = db.options.max_file_size as u64;
+    let version = st.versions.current();
+    let manual = st
+        .manual
+        .as_ref()
+        .filter(|m| !m.done)
+        .map(|m| (m.level, m.begin.clone(), m.end.clone()));
+    let compaction = match &manual {
+        Some((level, begin, end)) => range_compaction(
+            &version,
+            *level,
+            begin.as_deref(),
+            end.as_deref(),
+            max_file_size,
+        ),
+        None => pick_compaction(&version, &st.versions.compact_pointers, max_file_size),
+    };
+    let Some(mut c) = compaction else {
+        if let Some(m) = st.manual.as_mut() {
+            m.done = true;
+        }
+        return st;
+    };
+    // What a manual compaction has covered, to resume after it if the range was cut.
+    let covered_to = c.inputs[0]
+        .last()
+        .map(|f| key::user_key(&f.largest).to_vec());
+    let cut = manual.is_some()
+        && version
+            .overlapping_inputs(
+                c.level,
+                manual.as_ref().and_then(|m| m.1.as_deref()),
+                manual.as_ref().and_then(|m| m.2.as_deref()),
+            )
+            .len()
+            > c.inputs[0].len();
+
+    if manual.is_none() && c.is_trivial_move() {
+        let f = Arc::clone(&c.inputs[0][0]);
+        c.edit.deleted_files.insert((c.level, f.number));
+        c.edit.new_files.push((
+            c.level + 1,
+            FileMetaData {
+                number: f.number,
+                size: f.size,
+                smallest: f.smallest.clone(),
+                largest: f.largest.clone(),
+            },
+        ));
+        if let Err(e) = st.versions.log_and_apply(&mut c.edit) {
+            record_error(&mut st, e);
+        }
+    } else {
+        st = run_compaction(db, st, c);
+        delete_obsolete_files(db, &mut st);
+    }
+    if manual.is_some()
+        && let Some(m) = st.manual.as_mut()
+    {
+        match (cut, covered_to) {
+            (true, Some(k)) => m.begin = Some(k),
+            _ => m.done = true,
+        }
+    }
+    st
+}
+
+fn record_error(st: &mut State, e: Error) {
+    if st.bg_error.is_none() {
+        st.bg_error = Some(e);
+    }
+}
+
+/// Flushes the immutable memtable to a table and drops the WAL it came from.
+fn compact_memtable<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+    let Some(imm) = st.imm.clone() else { return st };
+    let base = st.versions.current();
+    let number = st.versions.new_file_number();
+    st.pending_outputs.insert(number);
+    drop(st);
+    let started = Instant::now();
+    let built = write_table_from(db, &imm, number);
+    st = db.lock();
+    st.pending_outputs.remove(&number);
+    let meta = match built {
+        Ok(m) => m,
+        Err(e) => {
+            record_error(&mut st, e);
+            return st;
+        }
+    };
+    let mut edit = VersionEdit::default();
+    let mut level = 0;
+    if let Some(m) = &meta {
+        level = base.pick_level_for_memtable_output(
+            key::user_key(&m.smallest),
+            key::user_key(&m.largest),
+            db.options.max_file_size as u64,
+        );
+        let s = &mut st.level_stats[level];
+        s.micros += started.elapsed().as_micros() as u64;
+        s.bytes_written += m.size;
+        edit.new_files.push((level, m.clone()));
+    }
+    // The flushed memtable's WAL is no longer needed: the live one is.
+    edit.log_number = Some(st.log_file_number);
+    edit.prev_log_number = Some(0);
+    match st.versions.log_and_apply(&mut edit) {
+        Ok(()) => {
+            st.imm = None;
+            db.has_imm.store(false, Ordering::Release);
+            st.flushes += 1;
+            let _ = level;
+            delete_obsolete_files(db, &mut st);
+        }
+        Err(e) => record_error(&mut st, e),
+    }
+    db.bg_cv.notify_all();
+    st
+}
+
+/// Writes every entry of `mem` to table `number`, synced, and checks it opens. `None`
+/// if the memtable was empty (no file is left).
+pub(super) fn write_table_from(
+    db: &DbInner,
+    mem: &Arc<MemTable>,
+    number: u64,
+) -> Result<Option<FileMetaData>> {
+    let mut it = mem.iter();
+    it.seek_to_first();
+    if !it.valid() {
+        return Ok(None);
+    }
+    let path = db.table_path(number);
+    let result = (|| {
+        let file = db.env.new_writable(&path)?;
+        let mut builder = TableBuilder::new(file, db.options.table_options());
+        let smallest = it.key().to_vec();
+        let mut largest = Vec::new();
+        while it.valid() {
+            builder.add(it.key(), it.value())?;
+            largest.clear();
+            largest.extend_from_slice(it.key());
+            it.next();
+        }
+        let (mut file, size) = builder.finish()?;
+        file.sync()?;
+        drop(file);
+        db.env.sync_dir(&db.dir)?;
+        db.table_cache.find(number, size)?;
+        Ok(Some(FileMetaData {
+            number,
+            size,
+            smallest,
+            largest,
+        }))
+    })();
+    if result.is_err() {
+        let _ = db.env.remove_file(&path);
+    }
+    result
+}
+
+/// One table being written by a compaction.
+struct Output {
+    number: u64,
+    builder: TableBuilder<dyn crate::env::WritableFile>,
+    smallest: Vec<u8>,
+    largest: Vec<u8>,
+}
+
+fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
+    let number = {
+        let mut st = db.lock();
+        let n = st.versions.new_file_number();
+        st.pending_outputs.insert(n);
+        n
+    };
+    let file = db.env.new_writable(&db.table_path(number))?;
+    Ok(Output {
+        number,
+        builder: TableBuilder::new(file, db.options.table_options()),
+        smallest: first_key.to_vec(),
+        largest: Vec::new(),
+    })
+}
+
+fn finish_output(db: &DbInner, out: Output) -> Result<FileMetaData> {
+    let (mut file, size) = out.builder.finish()?;
+    file.sync()?;
+    drop(file);
+    // The new table must be readable before the manifest names it.
+    db.table_cache.find(out.number, size)?;
+    Ok(FileMetaData {
+        number: out.number,
+        size,
+        smallest: out.smallest,
+        largest: out.largest,
+    })
+}
+
+/// Merges a compaction's inputs into new tables of `level + 1` and installs them.
+fn run_compaction<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+    mut c: Compaction,
+) -> MutexGuard<'a, State> {
+    let smallest_snapshot = db.snapshots.oldest().unwrap_or(st.versions.last_seqnum);
+    drop(st);
+    let started = Instant::now();
+    let mut outputs: Vec<FileMetaData> = Vec::new();
+    let mut numbers: Vec<u64> = Vec::new();
+    let result = merge_inputs(db, &mut c, smallest_snapshot, &mut outputs, &mut numbers);
+    st = db.lock();
+    for n in &numbers {
+        st.pending_outputs.remove(n);
+    }
+    let s = &mut st.level_stats[c.level + 1];
+    s.micros += started.elapsed().as_micros() as u64;
+    s.bytes_read += c.input_bytes();
+    s.bytes_written += outputs.iter().map(|o| o.size).sum::<u64>();
+    s.count += 1;
+    if let Err(e) = result {
+        if !db.shutting_down.load(Ordering::Acquire) {
+            record_error(&mut st, e);
+        }
+        return st;
+    }
+    c.add_input_deletions();
+    for o in outputs {
+        c.edit.new_files.push((c.level + 1, o));
+    }
+    let installed = db
+        .env
+        .sync_dir(&db.dir)
+        .and_then(|()| st.versions.log_and_apply(&mut c.edit));
+    if let Err(e) = installed {
+        record_error(&mut st, e);
+    }
+    st
+}
+
+fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
+    let mut children: Vec<BoxCursor> = Vec::new();
+    for (which, files) in c.inputs.iter().enumerate() {
+        if c.level + which == 0 {
+            for f in files {
+                children.push(Box::new(
+                    db.table_cache.iter(f.number, f.size, true, false)?,
+                ));
+            }
+        } else if !files.is_empty() {
+            children.push(Box::new(LevelIter::new(
+                files.clone(),
+                Arc::clone(&db.table_cache),
+                true,
+                false,
+            )));
+        }
+    }
+    Ok(MergingIter::new(children))
+}
+
+fn merge_inputs(
+    db: &DbInner,
+    c: &mut Compaction,
+    smallest_snapshot: u64,
+    outputs: &mut Vec<FileMetaData>,
+    numbers: &mut Vec<u64>,
+) -> Result<()> {
+    let mut input = input_cursor(db, c)?;
+    input.seek_to_first();
+    let mut current: Option<Output> = None;
+    let mut current_user_key: Option<Vec<u8>> = None;
+    let mut last_seq_for_key = MAX_SEQNUM;
+    while input.valid() {
+        if db.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::InvalidArgument("database is closing".into()));
+        }
+        // A waiting memtable flush goes first: writers may be stalled on it.
+        if db.has_imm.load(Ordering::Acquire) {
+            let st = db.lock();
+            drop(compact_memtable(db, st));
+        }
+        let ikey = input.key();
+        if current.is_some()
+            && c.should_stop_before(ikey)
+            && let Some(out) = current.take()
+        {
+            outputs.push(finish_output(db, out)?);
+        }
+        let parsed = ParsedInternalKey::parse(ikey).ok_or_else(|| {
+            Error::corruption(
+                "",
+                0,
+                format!(
+                    "compaction input has a bad internal key ({} bytes)",
+                    ikey.len()
+                ),
+            )
+        })?;
+        if current_user_key.as_deref() != Some(parsed.user_key) {
+            current_user_key = Some(parsed.user_key.to_vec());
+            last_seq_for_key = MAX_SEQNUM;
+        }
+        // P2: what no snapshot can see goes.
+        let drop_entry = if last_seq_for_key <= smallest_snapshot {
+            true // shadowed by a newer entry every reader sees
+        } else {
+            parsed.ty == ValueType::Deletion
+                && parsed.seqnum <= smallest_snapshot
+                && c.is_base_level_for_key(parsed.user_key)
+        };
+        last_seq_for_key = parsed.seqnum;
+        if !drop_entry {
+            if current.is_none() {
+                let out = open_output(db, ikey)?;
+                numbers.push(out.number);
+                current = Some(out);
+            }
+            if let Some(out) = current.as_mut() {
+                out.builder.add(ikey, input.value())?;
+                out.largest.clear();
+                out.largest.extend_from_slice(ikey);
+                if out.builder.file_size() >= c.max_output_file_size
+                    && let Some(out) = current.take()
+                {
+                    outputs.push(finish_output(db, out)?);
+                }
+            }
+        }
+        input.next();
+    }
+    input.status()?;
+    if let Some(out) = current.take() {
+        outputs.push(finish_output(db, out)?);
+    }
+    Ok(())
+}
+
+/// Deletes files no live version, pending output or needed log names (D4).
+pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
+    if st.bg_error.is_some() {
+        return; // the state on disk is in doubt: keep everything
+    }
+    let live = st.versions.live_files();
+    let Ok(names) = db.env.children(&db.dir) else {
+        return;
+    };
+    for name in names {
+        let keep = match filename::parse(&name) {
+            Some(Kind::Log(n)) => {
+                n >= st.versions.log_number
+                    || n == st.versions.prev_log_number
+                    || n == st.log_file_number
+            }
+            Some(Kind::Manifest(n)) => n >= st.versions.manifest_number,
+            Some(Kind::Table(n)) => live.contains(&n) || st.pending_outputs.contains(&n),
+            Some(Kind::Temp(n)) => st.pending_outputs.contains(&n),
+            Some(Kind::Current | Kind::Lock | Kind::InfoLog) | None => true,
+        };
+        if !keep {
+            if let Some(Kind::Table(n)) = filename::parse(&name) {
+                db.table_cache.evict(n);
+            }
+            let _ = db.env.remove_file(&db.dir.join(&name));
+        }
+    }
+}
+
+/// `Db::compact_range`: flush, then compact each level holding data in the range.
+pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+    write::write(db, None, false)?;
+    // Wait for the flush.
+    {
+        let mut st = db.lock();
+        while st.imm.is_some() && st.bg_error.is_none() {
+            maybe_schedule(db, &mut st);
+            st = db.wait(&db.bg_cv, st);
+        }
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+    }
+    let max_level = {
+        let st = db.lock();
+        let v = st.versions.current();
+        (1..NUM_LEVELS)
+            .filter(|&l| v.overlaps(l, begin, end))
+            .max()
+            .unwrap_or(1)
+    };
+    for level in 0..max_level {
+        let mut st = db.lock();
+        while st.manual.is_some() {
+            st = db.wait(&db.bg_cv, st);
+        }
+        st.manual = Some(ManualCompaction {
+            level,
+            begin: begin.map(<[u8]>::to_vec),
+            end: end.map(<[u8]>::to_vec),
+            done: false,
+        });
+        maybe_schedule(db, &mut st);
+        while st.manual.as_ref().is_some_and(|m| !m.done) && st.bg_error.is_none() {
+            if db.shutting_down.load(Ordering::Acquire) {
+                break;
+            }
+            maybe_schedule(db, &mut st);
+            st = db.wait(&db.bg_cv, st);
+        }
+        st.manual = None;
+        db.bg_cv.notify_all();
+        if let Some(e) = &st.bg_error {
+            return Err(e.clone());
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,367 @@
+//! The database's iterators: [`DbIterator`], a cursor over user keys as of a seqnum, and
+//! [`Range`], a Rust iterator over a key range on top of it.
+//!
+//! [`DbIterator`] reads the merge of every memtable and table (internal keys) and shows,
+//! for each user key, only its newest version at or before the read seqnum, hiding
+//! deletions. Going forward, the merge sits on the entry shown; going backward, it sits
+//! before all entries of the shown key, which is kept in `saved_key`/`saved_value`.
+
+use std::ops::Bound;
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::iter::{Cursor, MergingIter};
+use crate::key::{self, ParsedInternalKey, SeqNum, ValueType, make_internal_key};
+use crate::version::Version;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// A cursor over the database's user keys and values as of one seqnum. Not `Send`: use
+/// it on the thread that made it.
+pub struct DbIterator {
+    inner: MergingIter,
+    seqnum: SeqNum,
+    direction: Direction,
+    valid: bool,
+    saved_key: Vec<u8>,
+    saved_value: Vec<u8>,
+    err: Option<Error>,
+    /// Keeps the tables the merge reads from being deleted (V3).
+    _version: Arc<Version>,
+}
+
+impl std::fmt::Debug for DbIterator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DbIterator")
+            .field("seqnum", &self.seqnum)
+            .field("valid", &self.valid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DbIterator {
+    pub(crate) fn new(inner: MergingIter, seqnum: SeqNum, version: Arc<Version>) -> Self {
+        DbIterator {
+            inner,
+            seqnum,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            err: None,
+            _version: version,
+        }
+    }
+
+    /// The current entry, parsed if it is visible at our seqnum. A key that does not
+    /// parse is corruption: the cursor stops there with the error.
+    fn visible(&mut self) -> Option<Option<(ValueType, usize)>> {
+        match ParsedInternalKey::parse(self.inner.key()) {
+            Some(p) => Some((p.seqnum <= self.seqnum).then_some((p.ty, p.user_key.len()))),
+            None => {
+                self.err = Some(Error::corruption(
+                    "",
+                    0,
+                    "bad internal key in a table or memtable",
+                ));
+                self.valid = false;
+                None
+            }
+        }
+    }
+
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        // `saved_key` holds the key to skip (when skipping).
+        while self.inner.valid() {
+            let Some(entry) = self.visible() else { return };
+            if let Some((ty, _)) = entry {
+                let user = key::user_key(self.inner.key());
+                match ty {
+                    ValueType::Deletion => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(user);
+                        skipping = true;
+                    }
+                    ValueType::Value => {
+                        if !(skipping && user <= self.saved_key.as_slice()) {
+                            self.valid = true;
+                            self.saved_key.clear();
+                            return;
+                        }
+                    }
+                }
+            }
+            self.inner.next();
+        }
+        self.saved_key.clear();
+        self.valid = false;
+    }
+
+    fn find_prev_user_entry(&mut self) {
+        let mut value_type = ValueType::Deletion;
+        while self.inner.valid() {
+            let Some(entry) = self.visible() else { return };
+            if let Some((ty, _)) = entry {
+                let user = key::user_key(self.inner.key());
+                if value_type != ValueType::Deletion && user < self.saved_key.as_slice() {
+                    break; // the previous key's newest visible entry is found
+                }
+                value_type = ty;
+                if ty == ValueType::Deletion {
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                } else {
+                    self.saved_key.clear();
+                    self.saved_key.extend_from_slice(user);
+                    self.saved_value.clear();
+                    self.saved_value.extend_from_slice(self.inner.value());
+                }
+            }
+            self.inner.prev();
+        }
+        if value_type == ValueType::Deletion {
+            self.valid = false;
+            self.saved_key.clear();
+            self.saved_value.clear();
+            self.direction = Direction::Forward;
+        } else {
+            self.valid = true;
+        }
+    }
+
+    /// True when positioned at an entry.
+    pub fn valid(&self) -> bool {
+        self.valid && self.err.is_none()
+    }
+
+    /// Moves to the first key.
+    pub fn seek_to_first(&mut self) {
+        self.direction = Direction::Forward;
+        self.saved_value.clear();
+        self.inner.seek_to_first();
+        if self.inner.valid() {
+            self.find_next_user_entry(false);
+        } else {
+            self.valid = false;
+        }
+    }
+
+    /// Moves to the last key.
+    pub fn seek_to_last(&mut self) {
+        self.direction = Direction::Reverse;
+        self.saved_value.clear();
+        self.inner.seek_to_last();
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the first key at or after `target`.
+    pub fn seek(&mut self, target: &[u8]) {
+        self.direction = Direction::Forward;
+        self.saved_key.clear();
+        self.saved_value.clear();
+        self.inner
+            .seek(&make_internal_key(target, self.seqnum, ValueType::Value));
+        if self.inner.valid() {
+            self.find_next_user_entry(false);
+        } else {
+            self.valid = false;
+        }
+    }
+
+    /// Moves to the next key. Requires: `valid()`.
+    pub fn next(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if self.direction == Direction::Reverse {
+            // The merge is before every entry of saved_key: step into them, then skip.
+            self.direction = Direction::Forward;
+            if self.inner.valid() {
+                self.inner.next();
+            } else {
+                self.inner.seek_to_first();
+            }
+        } else {
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
+            self.inner.next();
+        }
+        if !self.inner.valid() {
+            self.valid = false;
+            self.saved_key.clear();
+            return;
+        }
+        self.find_next_user_entry(true);
+    }
+
+    /// Moves to the previous key. Requires: `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid() {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            // Back up before every entry of the current key.
+            self.saved_key.clear();
+            self.saved_key
+                .extend_from_slice(key::user_key(self.inner.key()));
+            loop {
+                self.inner.prev();
+                if !self.inner.valid() {
+                    self.valid = false;
+                    self.saved_key.clear();
+                    self.saved_value.clear();
+                    return;
+                }
+                if key::user_key(self.inner.key()) < self.saved_key.as_slice() {
+                    break;
+                }
+            }
+            self.direction = Direction::Reverse;
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// The current key; empty when not valid.
+    pub fn key(&self) -> &[u8] {
+        if !self.valid() {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => key::user_key(self.inner.key()),
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value; empty when not valid.
+    pub fn value(&self) -> &[u8] {
+        if !self.valid() {
+            return &[];
+        }
+        match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// The first error met, if any. Check it when `valid()` turns false: an error ends
+    /// the iteration just as the end of the data does.
+    pub fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => self.inner.status(),
+        }
+    }
+}
+
+/// A key and its value.
+pub type KeyValue = (Vec<u8>, Vec<u8>);
+
+/// A Rust iterator over a key range, forward or reverse. Yields `Err` once, then ends,
+/// if reading fails.
+#[derive(Debug)]
+pub struct Range {
+    cursor: DbIterator,
+    lower: Bound<Vec<u8>>,
+    upper: Bound<Vec<u8>>,
+    reverse: bool,
+    started: bool,
+    done: bool,
+}
+
+impl Range {
+    pub(crate) fn new(
+        cursor: DbIterator,
+        lower: Bound<Vec<u8>>,
+        upper: Bound<Vec<u8>>,
+        reverse: bool,
+    ) -> Self {
+        Range {
+            cursor,
+            lower,
+            upper,
+            reverse,
+            started: false,
+            done: false,
+        }
+    }
+
+    fn start(&mut self) {
+        let c = &mut self.cursor;
+        if self.reverse {
+            match &self.upper {
+                Bound::Unbounded => c.seek_to_last(),
+                Bound::Included(k) | Bound::Excluded(k) => {
+                    c.seek(k);
+                    let inclusive = matches!(self.upper, Bound::Included(_));
+                    if !c.valid() {
+                        if c.status().is_ok() {
+                            c.seek_to_last();
+                        }
+                    } else if !(inclusive && c.key() == k.as_slice()) {
+                        c.prev();
+                    }
+                }
+            }
+        } else {
+            match &self.lower {
+                Bound::Unbounded => c.seek_to_first(),
+                Bound::Included(k) => c.seek(k),
+                Bound::Excluded(k) => {
+                    c.seek(k);
+                    if c.valid() && c.key() == k.as_slice() {
+                        c.next();
+                    }
+                }
+            }
+        }
+    }
+
+    fn in_range(&self, k: &[u8]) -> bool {
+        let above_lower = match &self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(l) => k >= l.as_slice(),
+            Bound::Excluded(l) => k > l.as_slice(),
+        };
+        let below_upper = match &self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(u) => k <= u.as_slice(),
+            Bound::Excluded(u) => k < u.as_slice(),
+        };
+        above_lower && below_upper
+    }
+}
+
+impl Iterator for Range {
+    type Item = Result<KeyValue>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        if self.started {
+            if self.reverse {
+                self.cursor.prev();
+            } else {
+                self.cursor.next();
+            }
+        } else {
+            self.started = true;
+            self.start();
+        }
+        if !self.cursor.valid() {
+            self.done = true;
+            return self.cursor.status().err().map(Err);
+        }
+        let k = self.cursor.key();
+        if !self.in_range(k) {
+            self.done = true;
+            return None;
+        }
+        Some(Ok((k.to_vec(), self.cursor.value().to_vec())))
+    }
+}

@@ -1,0 +1,436 @@
+//! [`Db`]: the database. Design and locking: `docs/design.md`.
+//!
+//! - `write.rs`: the write path (group commit into the WAL, then the memtable).
+//! - `recover.rs`: opening: manifest, WAL replay, a fresh log and manifest.
+//! - `background.rs`: the background thread: memtable flushes, compactions, deletion of
+//!   obsolete files.
+//! - `iter.rs`, `level_iter.rs`: reading through iterators.
+//! - `props.rs`: properties and statistics.
+//!
+//! One mutex guards [`State`]; the WAL and table I/O happen outside it. Invariants:
+//! - D1 only the write-group leader appends to the WAL and inserts into the memtable.
+//! - D2 `versions.last_seqnum` only covers writes fully in the memtable: readers never see
+//!   a seqnum whose write is half applied.
+//! - D3 after a failed WAL or manifest write or sync, `bg_error` is set and every later
+//!   write fails with it; reads go on.
+//! - D4 a file is deleted only if no live version, pending output or needed log names it.
+
+mod background;
+mod iter;
+mod level_iter;
+mod props;
+mod recover;
+mod write;
+
+use std::collections::{HashSet, VecDeque};
+use std::ops::{Bound, RangeBounds};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+
+pub use iter::{DbIterator, KeyValue, Range};
+pub use level_iter::LevelIter;
+
+use crate::batch::WriteBatch;
+use crate::cache::BlockCache;
+use crate::env::{Env, FileLock, WritableFile};
+use crate::error::{Error, Result};
+use crate::filename;
+use crate::iter::{BoxCursor, ErrorCursor, MergingIter};
+use crate::log::LogWriter;
+use crate::memtable::{Lookup, MemTable};
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::table_cache::TableCache;
+use crate::version::{GetResult, NUM_LEVELS, VersionSet};
+
+/// Size of the block cache a database makes for itself when none is given.
+const DEFAULT_BLOCK_CACHE: usize = 8 << 20;
+
+/// A waiting write: one batch (or a request to switch memtables) and its outcome.
+#[derive(Debug)]
+struct Writer {
+    batch: Option<WriteBatch>,
+    sync: bool,
+    outcome: Mutex<Option<Result<()>>>,
+}
+
+/// A `compact_range` request for one level, run by the background thread.
+#[derive(Debug)]
+struct ManualCompaction {
+    level: usize,
+    begin: Option<Vec<u8>>,
+    end: Option<Vec<u8>>,
+    done: bool,
+}
+
+/// Per-level compaction figures, for `leveldb.stats`.
+#[derive(Debug, Default, Clone, Copy)]
+struct LevelStats {
+    micros: u64,
+    bytes_read: u64,
+    bytes_written: u64,
+    count: u64,
+}
+
+/// What the state mutex guards.
+struct State {
+    mem: Arc<MemTable>,
+    imm: Option<Arc<MemTable>>,
+    /// The WAL; taken out by the write leader while it writes (D1).
+    log: Option<LogWriter<dyn WritableFile>>,
+    log_file_number: u64,
+    versions: VersionSet,
+    writers: VecDeque<Arc<Writer>>,
+    bg_error: Option<Error>,
+    bg_scheduled: bool,
+    manual: Option<ManualCompaction>,
+    pending_outputs: HashSet<u64>,
+    level_stats: [LevelStats; NUM_LEVELS],
+    stall_micros: u64,
+    slowdowns: u64,
+    stops: u64,
+    flushes: u64,
+}
+
+pub(crate) struct DbInner {
+    dir: PathBuf,
+    options: Options,
+    env: Arc<dyn Env>,
+    table_cache: Arc<TableCache>,
+    snapshots: Arc<SnapshotList>,
+    state: Mutex<State>,
+    /// Signalled when the write queue moves.
+    writers_cv: Condvar,
+    /// Signalled when background work is requested or finishes.
+    bg_cv: Condvar,
+    shutting_down: AtomicBool,
+    /// True while an immutable memtable waits for its flush (read without the lock by
+    /// a running compaction, which then flushes first).
+    has_imm: AtomicBool,
+    _lock: Box<dyn FileLock>,
+}
+
+/// An open database. Share it between threads with `Arc`; dropping it waits for the
+/// background thread and releases the lock.
+pub struct Db {
+    inner: Arc<DbInner>,
+    background: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db")
+            .field("dir", &self.inner.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl DbInner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // Code under this lock does not panic on data (errors are values); if a bug ever
+        // panics while holding it, later callers still see a consistent-enough state to
+        // report errors, so poisoning is not propagated.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wait<'a>(&self, cv: &Condvar, guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+        cv.wait(guard).unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn table_path(&self, number: u64) -> PathBuf {
+        filename::table(&self.dir, number)
+    }
+}
+
+/// Largest key Strata accepts (LevelDB has no limit; ours keeps every length within a
+/// varint32 with room for the tag).
+pub const MAX_KEY_SIZE: usize = 1 << 30;
+/// Largest value Strata accepts.
+pub const MAX_VALUE_SIZE: usize = (1 << 31) - 1;
+
+impl Db {
+    /// Opens the database in `path`.
+    pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(recover::open(path.as_ref(), options)?);
+        let bg = Arc::clone(&inner);
+        let handle = std::thread::Builder::new()
+            .name("strata-bg".into())
+            .spawn(move || background::run(&bg))
+            .map_err(|e| Error::io("spawn background thread", e))?;
+        {
+            let mut st = inner.lock();
+            background::maybe_schedule(&inner, &mut st);
+        }
+        Ok(Db {
+            inner,
+            background: Mutex::new(Some(handle)),
+        })
+    }
+
+    /// Sets `key` to `value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(key, value, &WriteOptions::default())
+    }
+
+    /// Sets `key` to `value` with the given write options.
+    pub fn put_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write_opt(b, options)
+    }
+
+    /// Removes `key` (not an error if absent).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(key, &WriteOptions::default())
+    }
+
+    /// Removes `key` with the given write options.
+    pub fn delete_opt(&self, key: impl AsRef<[u8]>, options: &WriteOptions) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write_opt(b, options)
+    }
+
+    /// Applies a batch atomically.
+    pub fn write(&self, batch: WriteBatch) -> Result<()> {
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Applies a batch atomically with the given write options.
+    pub fn write_opt(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+        for op in batch.iter() {
+            let (k, v) = match op? {
+                crate::batch::BatchOp::Put(k, v) => (k, v),
+                crate::batch::BatchOp::Delete(k) => (k, &[][..]),
+            };
+            if k.len() > MAX_KEY_SIZE || v.len() > MAX_VALUE_SIZE {
+                return Err(Error::InvalidArgument(format!(
+                    "key of {} bytes or value of {} bytes exceeds the limits ({MAX_KEY_SIZE}, {MAX_VALUE_SIZE})",
+                    k.len(),
+                    v.len()
+                )));
+            }
+        }
+        if batch.is_empty() {
+            return Ok(());
+        }
+        write::write(&self.inner, Some(batch), options.sync)
+    }
+
+    /// The value of `key`, if any.
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_opt(key, &ReadOptions::default())
+    }
+
+    /// The value of `key` with the given read options.
+    pub fn get_opt(&self, key: impl AsRef<[u8]>, options: &ReadOptions) -> Result<Option<Vec<u8>>> {
+        let key = key.as_ref();
+        let inner = &self.inner;
+        let (seqnum, mem, imm, version) = {
+            let st = inner.lock();
+            let seqnum = self.read_seqnum(&st, options)?;
+            (
+                seqnum,
+                Arc::clone(&st.mem),
+                st.imm.clone(),
+                st.versions.current(),
+            )
+        };
+        for m in std::iter::once(&mem).chain(imm.as_ref()) {
+            match m.get(key, seqnum) {
+                Some(Lookup::Value(v)) => return Ok(Some(v)),
+                Some(Lookup::Deleted) => return Ok(None),
+                None => {}
+            }
+        }
+        let (result, seek_charged) = version.get(key, seqnum, |f, ikey| {
+            inner.table_cache.get(
+                f.number,
+                f.size,
+                ikey,
+                options.verify_checksums,
+                options.fill_cache,
+            )
+        })?;
+        if seek_charged.is_some() {
+            let mut st = inner.lock();
+            background::maybe_schedule(inner, &mut st);
+        }
+        Ok(match result {
+            GetResult::Value(v) => Some(v),
+            GetResult::Deleted | GetResult::Absent => None,
+        })
+    }
+
+    fn read_seqnum(&self, st: &State, options: &ReadOptions) -> Result<u64> {
+        match &options.snapshot {
+            Some(s) if !s.belongs_to(&self.inner.snapshots) => Err(Error::InvalidArgument(
+                "the snapshot belongs to another database".into(),
+            )),
+            Some(s) => Ok(s.seqnum()),
+            None => Ok(st.versions.last_seqnum),
+        }
+    }
+
+    /// A snapshot of the database as it is now; reads through it see nothing later.
+    pub fn snapshot(&self) -> Snapshot {
+        let st = self.inner.lock();
+        self.inner.snapshots.acquire(st.versions.last_seqnum)
+    }
+
+    /// A cursor over the whole database as of now.
+    pub fn raw_iterator(&self) -> DbIterator {
+        self.raw_iterator_opt(&ReadOptions::default())
+    }
+
+    /// A cursor over the whole database with the given read options.
+    pub fn raw_iterator_opt(&self, options: &ReadOptions) -> DbIterator {
+        let inner = &self.inner;
+        let st = inner.lock();
+        let (seqnum, err) = match self.read_seqnum(&st, options) {
+            Ok(s) => (s, None),
+            Err(e) => (0, Some(e)),
+        };
+        let version = st.versions.current();
+        let mut children: Vec<BoxCursor> = vec![Box::new(st.mem.iter())];
+        if let Some(imm) = &st.imm {
+            children.push(Box::new(imm.iter()));
+        }
+        drop(st);
+        if let Some(e) = err {
+            children.push(Box::new(ErrorCursor(e)));
+        }
+        for f in &version.levels[0] {
+            children.push(
+                match inner.table_cache.iter(
+                    f.number,
+                    f.size,
+                    options.verify_checksums,
+                    options.fill_cache,
+                ) {
+                    Ok(it) => Box::new(it),
+                    Err(e) => Box::new(ErrorCursor(e)),
+                },
+            );
+        }
+        for files in version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
+            children.push(Box::new(LevelIter::new(
+                files.clone(),
+                Arc::clone(&inner.table_cache),
+                options.verify_checksums,
+                options.fill_cache,
+            )));
+        }
+        DbIterator::new(MergingIter::new(children), seqnum, version)
+    }
+
+    /// The entries with keys in `range`, in key order.
+    pub fn range<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Range {
+        self.range_opt(range, false, &ReadOptions::default())
+    }
+
+    /// The entries with keys in `range`, in reverse key order.
+    pub fn range_rev<K: AsRef<[u8]>>(&self, range: impl RangeBounds<K>) -> Range {
+        self.range_opt(range, true, &ReadOptions::default())
+    }
+
+    /// The entries with keys in `range`, in either order, with the given read options.
+    pub fn range_opt<K: AsRef<[u8]>>(
+        &self,
+        range: impl RangeBounds<K>,
+        reverse: bool,
+        options: &ReadOptions,
+    ) -> Range {
+        let own = |b: Bound<&K>| match b {
+            Bound::Included(k) => Bound::Included(k.as_ref().to_vec()),
+            Bound::Excluded(k) => Bound::Excluded(k.as_ref().to_vec()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        Range::new(
+            self.raw_iterator_opt(options),
+            own(range.start_bound()),
+            own(range.end_bound()),
+            reverse,
+        )
+    }
+
+    /// Compacts the user-key range (`None` = unbounded at that end) down to the deepest
+    /// level holding data in it: flushes the memtable, then compacts level by level.
+    pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        background::compact_range(&self.inner, begin, end)
+    }
+
+    /// Approximate bytes on disk used by each user-key range `[start, end)`.
+    pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {
+        props::approximate_sizes(&self.inner, ranges)
+    }
+
+    /// A property: `leveldb.stats`, `leveldb.num-files-at-level<N>`, `leveldb.sstables`,
+    /// `leveldb.approximate-memory-usage`, `strata.stats`. `None` for unknown names.
+    pub fn property(&self, name: &str) -> Option<String> {
+        props::property(&self.inner, name)
+    }
+
+    /// Stops the background thread and reports any background error that drop would
+    /// swallow. The database is closed when the last clone of its `Arc` is dropped.
+    pub fn close(self) -> Result<()> {
+        let err = self.shutdown();
+        match err {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn shutdown(&self) -> Option<Error> {
+        self.inner.shutting_down.store(true, Ordering::Release);
+        {
+            let _st = self.inner.lock();
+            self.inner.bg_cv.notify_all();
+        }
+        let handle = self
+            .background
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
+        let mut st = self.inner.lock();
+        if let Some(log) = st.log.as_mut()
+            && let Err(e) = log.file_mut().flush()
+        {
+            return Some(e);
+        }
+        st.bg_error.clone()
+    }
+
+    /// Deletes the database in `path` and its directory (if then empty).
+    pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
+        recover::destroy(path.as_ref(), options)
+    }
+
+    /// Rebuilds the manifest from whatever tables and logs are readable, as LevelDB's
+    /// `RepairDB` does: every log becomes a table, every readable table is kept (at level
+    /// 0), unreadable ones are moved to `lost/`.
+    pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<()> {
+        recover::repair(path.as_ref(), options)
+    }
+
+    /// The block cache this database reads through.
+    pub fn block_cache(&self) -> Arc<BlockCache> {
+        Arc::clone(self.inner.table_cache.block_cache())
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        let _ = self.shutdown();
+    }
+}

@@ -1,0 +1,110 @@
+//! Properties (`Db::property`) and size estimates (`Db::approximate_sizes`).
+
+use std::fmt::Write as _;
+
+use super::DbInner;
+use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key};
+use crate::version::NUM_LEVELS;
+
+pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
+    let st = db.lock();
+    let v = st.versions.current();
+    if let Some(level) = name.strip_prefix("leveldb.num-files-at-level") {
+        let level: usize = level.parse().ok()?;
+        return (level < NUM_LEVELS).then(|| v.levels[level].len().to_string());
+    }
+    match name {
+        "leveldb.stats" => {
+            let mut s = String::from(
+                "                               Compactions\n\
+                 Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n\
+                 --------------------------------------------------\n",
+            );
+            for level in 0..NUM_LEVELS {
+                let ls = st.level_stats[level];
+                if v.levels[level].is_empty() && ls.micros == 0 {
+                    continue;
+                }
+                let _ = writeln!(
+                    s,
+                    "{level:>3} {:>8} {:>8.0} {:>9.0} {:>8.0} {:>9.0}",
+                    v.levels[level].len(),
+                    v.level_bytes(level) as f64 / 1_048_576.0,
+                    ls.micros as f64 / 1e6,
+                    ls.bytes_read as f64 / 1_048_576.0,
+                    ls.bytes_written as f64 / 1_048_576.0
+                );
+            }
+            Some(s)
+        }
+        "leveldb.sstables" => {
+            let mut s = String::new();
+            for (level, files) in v.levels.iter().enumerate() {
+                let _ = writeln!(s, "--- level {level} ---");
+                for f in files {
+                    let show = |k: &[u8]| {
+                        ParsedInternalKey::parse(k)
+                            .map_or_else(|| format!("{:?}", k), |p| p.to_string())
+                    };
+                    let _ = writeln!(
+                        s,
+                        " {}:{}[{} .. {}]",
+                        f.number,
+                        f.size,
+                        show(&f.smallest),
+                        show(&f.largest)
+                    );
+                }
+            }
+            Some(s)
+        }
+        "leveldb.approximate-memory-usage" => {
+            let mem = st.mem.approximate_memory_usage()
+                + st.imm.as_ref().map_or(0, |m| m.approximate_memory_usage())
+                + db.table_cache.block_cache().usage();
+            Some(mem.to_string())
+        }
+        "strata.stats" => {
+            let mut s = String::new();
+            let total =
+                |f: fn(&super::LevelStats) -> u64| st.level_stats.iter().map(f).sum::<u64>();
+            let _ = writeln!(s, "flushes: {}", st.flushes);
+            let _ = writeln!(s, "compactions: {}", total(|l| l.count));
+            let _ = writeln!(s, "compaction_bytes_read: {}", total(|l| l.bytes_read));
+            let _ = writeln!(
+                s,
+                "compaction_bytes_written: {}",
+                total(|l| l.bytes_written)
+            );
+            let _ = writeln!(
+                s,
+                "compaction_seconds: {:.3}",
+                total(|l| l.micros) as f64 / 1e6
+            );
+            let _ = writeln!(s, "stall_slowdowns: {}", st.slowdowns);
+            let _ = writeln!(s, "stall_stops: {}", st.stops);
+            let _ = writeln!(s, "stall_seconds: {:.3}", st.stall_micros as f64 / 1e6);
+            let _ = writeln!(s, "last_seqnum: {}", st.versions.last_seqnum);
+            let _ = writeln!(s, "files_per_level: {:?}", v.files_per_level());
+            let _ = writeln!(s, "live_snapshots: {}", db.snapshots.len());
+            Some(s)
+        }
+        _ => None,
+    }
+}
+
+pub(super) fn approximate_sizes(db: &DbInner, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {
+    let v = db.lock().versions.current();
+    let offset = |user_key: &[u8]| {
+        let ikey = make_internal_key(user_key, MAX_SEQNUM, ValueType::Value);
+        v.approximate_offset_of(&ikey, |f, k| {
+            db.table_cache
+                .find(f.number, f.size)
+                .map_or(0, |t| t.approximate_offset_of(k))
+        })
+    };
+    ranges
+        .iter()
+        .map(|(start, end)| offset(end).saturating_sub(offset(start)))
+        .collect()
+}

@@ -1,0 +1,476 @@
+//! Opening a database (recovery), destroying one, and repairing one.
+//!
+//! Open: take the lock; create or check the database; rebuild the version from the
+//! manifest; replay the WALs the manifest still needs into memtables and flush them to
+//! level 0; start a fresh WAL and a fresh manifest; delete what is obsolete.
+//!
+//! WAL damage policy: a torn tail (the last write of a crashed writer) ends the replay
+//! there: every later record and log is dropped, so the recovered state is a prefix of
+//! the write history; it is written to `LOG`, and is an error with `paranoid_checks`.
+//! Any other damage is [`Error::Corruption`] (LevelDB skips it silently unless paranoid;
+//! Strata refuses to open rather than lose acknowledged writes without a word).
+
+use std::collections::{HashSet, VecDeque};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Condvar, Mutex};
+
+use super::background::{delete_obsolete_files, write_table_from};
+use super::{DEFAULT_BLOCK_CACHE, DbInner, LevelStats, State};
+use crate::batch::WriteBatch;
+use crate::cache::BlockCache;
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::filename::{self, Kind};
+use crate::iter::Cursor;
+use crate::key::ParsedInternalKey;
+use crate::log::{LogReader, LogWriter};
+use crate::memtable::MemTable;
+use crate::options::Options;
+use crate::snapshot::SnapshotList;
+use crate::sstable::Table;
+use crate::table_cache::TableCache;
+use crate::version::{FileMetaData, NUM_LEVELS, VersionEdit, VersionSet};
+
+/// Appends a line to the database's human-readable `LOG` (best effort).
+pub(super) fn info_log(env: &dyn Env, dir: &Path, line: &str) {
+    if let Ok(mut f) = env.new_appendable(&dir.join("LOG")) {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let _ = f.append(format!("{secs} {line}\n").as_bytes());
+        let _ = f.flush();
+    }
+}
+
+fn take_lock(env: &dyn Env, dir: &Path) -> Result<Box<dyn crate::env::FileLock>> {
+    env.lock_file(&filename::lock(dir)).map_err(|e| match e {
+        Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock => {
+            Error::Locked(format!("{}: {source}", dir.display()))
+        }
+        other => other,
+    })
+}
+
+/// Opens (or creates) the database in `dir`.
+pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+    options.validate()?;
+    let env = Arc::clone(&options.env);
+    if !env.exists(dir) {
+        if !options.create_if_missing {
+            return Err(Error::NotFound(format!(
+                "{}: database does not exist (create_if_missing is false)",
+                dir.display()
+            )));
+        }
+        env.create_dir_all(dir)?;
+    }
+    let lock = take_lock(env.as_ref(), dir)?;
+    if !env.exists(&filename::current(dir)) {
+        // Without CURRENT, tables and logs here belong to a database whose manifest is
+        // lost: creating a new one would delete them as obsolete.
+        let orphans = env
+            .children(dir)?
+            .into_iter()
+            .filter(|n| {
+                matches!(
+                    filename::parse(n),
+                    Some(Kind::Table(_) | Kind::Log(_) | Kind::Manifest(_))
+                )
+            })
+            .count();
+        if orphans > 0 {
+            return Err(Error::corruption(
+                filename::current(dir).to_string_lossy(),
+                0,
+                format!(
+                    "CURRENT is missing but {orphans} database file(s) are present; Db::repair can rebuild it"
+                ),
+            ));
+        }
+        if !options.create_if_missing {
+            return Err(Error::NotFound(format!(
+                "{}: database does not exist (create_if_missing is false)",
+                dir.display()
+            )));
+        }
+        VersionSet::create_new_db(dir, env.as_ref())?;
+    } else if options.error_if_exists {
+        return Err(Error::AlreadyExists(format!(
+            "{} (error_if_exists is true)",
+            dir.display()
+        )));
+    }
+    let mut versions = VersionSet::new(dir, Arc::clone(&env));
+    versions.recover()?;
+    check_tables_exist(env.as_ref(), dir, &versions)?;
+
+    let block_cache = options
+        .block_cache
+        .clone()
+        .unwrap_or_else(|| BlockCache::new(DEFAULT_BLOCK_CACHE));
+    let table_cache = Arc::new(TableCache::new(
+        dir,
+        Arc::clone(&env),
+        block_cache,
+        options.max_open_files.saturating_sub(10).max(10),
+    ));
+    let db = DbInner {
+        dir: dir.to_path_buf(),
+        env: Arc::clone(&env),
+        table_cache,
+        snapshots: Arc::new(SnapshotList::default()),
+        state: Mutex::new(State {
+            mem: Arc::new(MemTable::new()),
+            imm: None,
+            log: None,
+            log_file_number: 0,
+            versions,
+            writers: VecDeque::new(),
+            bg_error: None,
+            bg_scheduled: false,
+            manual: None,
+            pending_outputs: HashSet::new(),
+            level_stats: [LevelStats::default(); NUM_LEVELS],
+            stall_micros: 0,
+            slowdowns: 0,
+            stops: 0,
+            flushes: 0,
+        }),
+        writers_cv: Condvar::new(),
+        bg_cv: Condvar::new(),
+        shutting_down: AtomicBool::new(false),
+        has_imm: AtomicBool::new(false),
+        _lock: lock,
+        options,
+    };
+    let mut edit = VersionEdit::default();
+    replay_logs(&db, &mut edit)?;
+
+    let mut st = db.lock();
+    let number = st.versions.new_file_number();
+    let log_path = filename::log(dir, number);
+    let file = env.new_writable(&log_path)?;
+    env.sync_dir(dir)?;
+    st.log = Some(LogWriter::new(file));
+    st.log_file_number = number;
+    edit.log_number = Some(number);
+    edit.prev_log_number = Some(0);
+    st.versions.log_and_apply(&mut edit)?;
+    delete_obsolete_files(&db, &mut st);
+    drop(st);
+    Ok(db)
+}
+
+/// Every table the manifest names must exist.
+fn check_tables_exist(env: &dyn Env, dir: &Path, versions: &VersionSet) -> Result<()> {
+    let present: HashSet<u64> = env
+        .children(dir)?
+        .iter()
+        .filter_map(|n| match filename::parse(n) {
+            Some(Kind::Table(n)) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let v = versions.current();
+    let missing: Vec<u64> = v
+        .levels
+        .iter()
+        .flatten()
+        .map(|f| f.number)
+        .filter(|n| !present.contains(n))
+        .collect();
+    if let Some(first) = missing.first() {
+        return Err(Error::corruption(
+            filename::table(dir, *first).to_string_lossy(),
+            0,
+            format!(
+                "{} table(s) named by the manifest are missing",
+                missing.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Replays the WALs the manifest still needs, flushing to level-0 tables (recorded in
+/// `edit`) as memtables fill and at the end.
+fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
+    let (min_log, prev_log) = {
+        let st = db.lock();
+        (st.versions.log_number, st.versions.prev_log_number)
+    };
+    let mut logs: Vec<u64> = db
+        .env
+        .children(&db.dir)?
+        .iter()
+        .filter_map(|n| match filename::parse(n) {
+            Some(Kind::Log(n)) if n >= min_log || n == prev_log => Some(n),
+            _ => None,
+        })
+        .collect();
+    logs.sort_unstable();
+    let mut mem = Arc::new(MemTable::new());
+    let mut max_seq = 0u64;
+    let mut stopped = false;
+    for &number in &logs {
+        db.lock().versions.mark_file_number_used(number);
+        if stopped {
+            info_log(
+                db.env.as_ref(),
+                &db.dir,
+                &format!("recovery: skipping log {number} after a torn tail"),
+            );
+            continue;
+        }
+        let path = filename::log(&db.dir, number);
+        let name = path.to_string_lossy().into_owned();
+        let mut reader = LogReader::new(db.env.new_sequential(&path)?, true);
+        let mut record = Vec::new();
+        loop {
+            let more = reader.read_record(&mut record)?;
+            for d in reader.take_dropped() {
+                if !d.reason.is_torn_tail() {
+                    return Err(Error::corruption(
+                        &name,
+                        d.offset,
+                        format!(
+                            "write-ahead log damaged ({:?}, {} bytes dropped)",
+                            d.reason, d.bytes
+                        ),
+                    ));
+                }
+                if db.options.paranoid_checks {
+                    return Err(Error::corruption(
+                        &name,
+                        d.offset,
+                        format!(
+                            "torn write-ahead log tail ({} bytes; paranoid_checks is on)",
+                            d.bytes
+                        ),
+                    ));
+                }
+                info_log(
+                    db.env.as_ref(),
+                    &db.dir,
+                    &format!(
+                        "recovery: dropped a torn tail of {} bytes at offset {} of {name}",
+                        d.bytes, d.offset
+                    ),
+                );
+                stopped = true;
+            }
+            if !more || stopped {
+                break;
+            }
+            let batch = WriteBatch::from_bytes(std::mem::take(&mut record))
+                .map_err(|e| e.located(&name, reader.last_record_offset()))?;
+            mem.insert_batch(&batch)?;
+            if !batch.is_empty() {
+                max_seq = max_seq.max(batch.seqnum() + u64::from(batch.len()) - 1);
+            }
+            if mem.approximate_memory_usage() > db.options.write_buffer_size {
+                flush_recovered(db, &mem, edit)?;
+                mem = Arc::new(MemTable::new());
+            }
+        }
+    }
+    flush_recovered(db, &mem, edit)?;
+    let mut st = db.lock();
+    if max_seq > st.versions.last_seqnum {
+        st.versions.last_seqnum = max_seq;
+    }
+    Ok(())
+}
+
+fn flush_recovered(db: &DbInner, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {
+    if mem.is_empty() {
+        return Ok(());
+    }
+    let number = db.lock().versions.new_file_number();
+    if let Some(meta) = write_table_from(db, mem, number)? {
+        // Recovered tables go to level 0: they may overlap each other.
+        edit.new_files.push((0, meta));
+    }
+    Ok(())
+}
+
+/// Deletes a database's files and then its directory, if empty.
+pub(super) fn destroy(dir: &Path, options: &Options) -> Result<()> {
+    let env = options.env.as_ref();
+    if !env.exists(dir) {
+        return Ok(());
+    }
+    let lock = take_lock(env, dir)?;
+    let mut first_error = None;
+    for name in env.children(dir)? {
+        match filename::parse(&name) {
+            Some(Kind::Lock) | None => {}
+            Some(_) => {
+                if let Err(e) = env.remove_file(&dir.join(&name)) {
+                    first_error.get_or_insert(e);
+                }
+            }
+        }
+    }
+    drop(lock);
+    let _ = env.remove_file(&filename::lock(dir));
+    let _ = env.remove_dir(dir);
+    first_error.map_or(Ok(()), Err)
+}
+
+/// Scans a table: its key range and largest seqnum, or an error if any of it is unreadable.
+fn scan_table(env: &dyn Env, path: &Path) -> Result<(FileMetaData, u64)> {
+    let size = env.file_size(path)?;
+    let name = path.to_string_lossy().into_owned();
+    let table = Arc::new(Table::open(
+        env.new_random_access(path)?,
+        &name,
+        size,
+        false,
+    )?);
+    let mut it = table.iter(true, false);
+    it.seek_to_first();
+    let mut smallest = Vec::new();
+    let mut largest = Vec::new();
+    let mut max_seq = 0;
+    while it.valid() {
+        let p = ParsedInternalKey::parse(it.key())
+            .ok_or_else(|| Error::corruption(&name, 0, "bad internal key"))?;
+        max_seq = max_seq.max(p.seqnum);
+        if smallest.is_empty() {
+            smallest = it.key().to_vec();
+        }
+        largest.clear();
+        largest.extend_from_slice(it.key());
+        it.next();
+    }
+    it.status()?;
+    let number = match path
+        .file_name()
+        .and_then(|n| filename::parse(&n.to_string_lossy()))
+    {
+        Some(Kind::Table(n)) => n,
+        _ => 0,
+    };
+    Ok((
+        FileMetaData {
+            number,
+            size,
+            smallest,
+            largest,
+        },
+        max_seq,
+    ))
+}
+
+/// LevelDB-style repair: logs become tables, readable tables are kept at level 0, the
+/// rest are moved to `lost/`, and a new manifest names them all.
+pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
+    let env = Arc::clone(&options.env);
+    let _lock = take_lock(env.as_ref(), dir)?;
+    let names = env.children(dir)?;
+    let mut max_number = 1;
+    let mut logs = Vec::new();
+    let mut tables = Vec::new();
+    for name in &names {
+        match filename::parse(name) {
+            Some(Kind::Log(n)) => {
+                logs.push(n);
+                max_number = max_number.max(n);
+            }
+            Some(Kind::Table(n)) => {
+                tables.push(n);
+                max_number = max_number.max(n);
+            }
+            Some(Kind::Manifest(n) | Kind::Temp(n)) => max_number = max_number.max(n),
+            _ => {}
+        }
+    }
+    logs.sort_unstable();
+    let lost = dir.join("lost");
+    let move_to_lost = |name: &str| {
+        let _ = env.create_dir_all(&lost);
+        let _ = env.rename(&dir.join(name), &lost.join(name));
+    };
+    let mut next_number = max_number + 1;
+    let table_options = options.table_options();
+    // Logs: salvage every readable record into a table.
+    for &n in &logs {
+        let path = filename::log(dir, n);
+        let mem = Arc::new(MemTable::new());
+        if let Ok(file) = env.new_sequential(&path) {
+            let mut reader = LogReader::new(file, true);
+            let mut record = Vec::new();
+            while let Ok(true) = reader.read_record(&mut record) {
+                if let Ok(batch) = WriteBatch::from_bytes(std::mem::take(&mut record)) {
+                    // from_bytes checked every record: this cannot fail half way.
+                    let _ = mem.insert_batch(&batch);
+                }
+            }
+        }
+        if !mem.is_empty() {
+            let number = next_number;
+            next_number += 1;
+            let tpath = filename::table(dir, number);
+            let mut builder =
+                crate::sstable::TableBuilder::new(env.new_writable(&tpath)?, table_options);
+            let mut it = mem.iter();
+            it.seek_to_first();
+            while it.valid() {
+                builder.add(it.key(), it.value())?;
+                it.next();
+            }
+            let (mut f, _) = builder.finish()?;
+            f.sync()?;
+            tables.push(number);
+        }
+        move_to_lost(&format!("{n:06}.log"));
+    }
+    // Tables: keep what reads cleanly.
+    let mut edit = VersionEdit {
+        comparator: Some(crate::key::BYTEWISE_COMPARATOR.to_string()),
+        log_number: Some(0),
+        prev_log_number: Some(0),
+        ..Default::default()
+    };
+    let mut max_seq = 0;
+    for n in tables {
+        let mut path = filename::table(dir, n);
+        if !env.exists(&path) {
+            path = filename::sst_table(dir, n);
+        }
+        match scan_table(env.as_ref(), &path) {
+            Ok((mut meta, seq)) if !meta.smallest.is_empty() => {
+                meta.number = n;
+                max_seq = max_seq.max(seq);
+                edit.new_files.push((0, meta));
+            }
+            _ => {
+                if let Some(name) = path.file_name() {
+                    move_to_lost(&name.to_string_lossy());
+                }
+            }
+        }
+    }
+    let manifest_number = next_number;
+    edit.next_file_number = Some(manifest_number + 1);
+    edit.last_seqnum = Some(max_seq);
+    let mpath = filename::manifest(dir, manifest_number);
+    let mut log = LogWriter::new(env.new_writable(&mpath)?);
+    log.add_record(&edit.encode())?;
+    log.sync()?;
+    drop(log);
+    env.sync_dir(dir)?;
+    crate::version::set_current_file(env.as_ref(), dir, manifest_number)?;
+    // Old manifests are obsolete now.
+    for name in &names {
+        if let Some(Kind::Manifest(n)) = filename::parse(name)
+            && n != manifest_number
+        {
+            move_to_lost(name);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,192 @@
+//! The write path: writers queue up; the one at the front (the leader) takes a group of
+//! queued batches, appends them to the WAL as one record (one fsync if any asked for
+//! sync), inserts them into the memtable, publishes their seqnums, and wakes the others.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use super::background;
+use super::{DbInner, State, Writer};
+use crate::batch::WriteBatch;
+use crate::error::Result;
+use crate::filename;
+use crate::log::LogWriter;
+use crate::memtable::MemTable;
+use crate::version::{L0_SLOWDOWN_TRIGGER, L0_STOP_TRIGGER};
+
+/// Largest group the leader builds, in encoded bytes.
+const MAX_GROUP_BYTES: usize = 1 << 20;
+
+fn outcome(w: &Writer) -> Option<Result<()>> {
+    w.outcome.lock().unwrap_or_else(|p| p.into_inner()).take()
+}
+
+fn finish(w: &Writer, r: Result<()>) {
+    *w.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
+}
+
+/// Writes `batch` (or, with `None`, forces a memtable switch) and returns when it is in
+/// the memtable (and, with `sync`, durable).
+pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Result<()> {
+    let force = batch.is_none();
+    let me = Arc::new(Writer {
+        batch,
+        sync,
+        outcome: Mutex::new(None),
+    });
+    let mut st = db.lock();
+    st.writers.push_back(Arc::clone(&me));
+    loop {
+        if let Some(r) = outcome(&me) {
+            return r;
+        }
+        if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
+            break;
+        }
+        st = db.wait(&db.writers_cv, st);
+    }
+
+    // The leader.
+    let (guard, room) = make_room_for_write(db, st, force);
+    st = guard;
+    let mut result = room;
+    let mut group_size = 1;
+    if result.is_ok() && !force {
+        let (group, members, group_sync) = build_group(&st);
+        group_size = members;
+        let first = st.versions.last_seqnum + 1;
+        let mut group = group;
+        group.set_seqnum(first);
+        let last = first + u64::from(group.len()) - 1;
+        let mut log = st.log.take();
+        let mem = Arc::clone(&st.mem);
+        drop(st);
+
+        // D1: nobody else touches the WAL or inserts into the memtable meanwhile.
+        let logged = match log.as_mut() {
+            Some(l) => l
+                .add_record(group.as_bytes())
+                .and_then(|()| if group_sync { l.sync() } else { Ok(()) }),
+            None => Err(crate::Error::InvalidArgument(
+                "no write-ahead log is open".into(),
+            )),
+        };
+        if logged.is_ok() {
+            result = mem.insert_batch(&group);
+        } else {
+            result = logged.clone();
+        }
+
+        st = db.lock();
+        st.log = log;
+        match logged {
+            // D3: the WAL may now hold a partial record; no later write may follow it.
+            Err(e) => {
+                if st.bg_error.is_none() {
+                    st.bg_error = Some(e);
+                }
+            }
+            Ok(()) if result.is_ok() => st.versions.last_seqnum = last, // D2
+            Ok(()) => {}
+        }
+    }
+
+    // Hand the outcome to every member of the group, leader first.
+    for _ in 0..group_size {
+        if let Some(w) = st.writers.pop_front()
+            && !Arc::ptr_eq(&w, &me)
+        {
+            finish(&w, result.clone());
+        }
+    }
+    db.writers_cv.notify_all();
+    result
+}
+
+/// Takes the leader's batch and as many queued batches after it as fit: no more than
+/// `MAX_GROUP_BYTES`, no sync batch joining a non-sync leader, no memtable-switch request.
+fn build_group(st: &State) -> (WriteBatch, usize, bool) {
+    let mut writers = st.writers.iter();
+    let Some(leader) = writers.next() else {
+        return (WriteBatch::new(), 0, false);
+    };
+    let mut group = leader.batch.clone().unwrap_or_default();
+    let first_size = group.approximate_size();
+    // A small first write is not held back by a large group.
+    let max = if first_size <= 128 << 10 {
+        first_size + (128 << 10)
+    } else {
+        MAX_GROUP_BYTES
+    };
+    let mut members = 1;
+    for w in writers {
+        let Some(b) = &w.batch else { break };
+        if w.sync && !leader.sync {
+            break;
+        }
+        if group.approximate_size() + b.approximate_size() > max {
+            break;
+        }
+        group.append(b);
+        members += 1;
+    }
+    (group, members, leader.sync)
+}
+
+/// Makes sure the memtable has room: delays writes while level 0 is filling, waits while
+/// a flush or level 0 is behind, and switches to a new memtable and WAL when full.
+pub(super) fn make_room_for_write<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+    mut force: bool,
+) -> (MutexGuard<'a, State>, Result<()>) {
+    let mut allow_delay = !force;
+    loop {
+        if let Some(e) = &st.bg_error {
+            let e = e.clone();
+            return (st, Err(e));
+        }
+        let level0 = st.versions.current().levels[0].len();
+        if allow_delay && level0 >= L0_SLOWDOWN_TRIGGER {
+            // Level 0 is filling: give the compaction some CPU, once per write.
+            let started = Instant::now();
+            drop(st);
+            std::thread::sleep(Duration::from_millis(1));
+            st = db.lock();
+            st.slowdowns += 1;
+            st.stall_micros += started.elapsed().as_micros() as u64;
+            allow_delay = false;
+        } else if !force && st.mem.approximate_memory_usage() <= db.options.write_buffer_size {
+            return (st, Ok(()));
+        } else if st.imm.is_some() || level0 >= L0_STOP_TRIGGER {
+            // The previous memtable is still being flushed, or level 0 is full.
+            let started = Instant::now();
+            st.stops += 1;
+            background::maybe_schedule(db, &mut st);
+            st = db.wait(&db.bg_cv, st);
+            st.stall_micros += started.elapsed().as_micros() as u64;
+        } else {
+            let number = st.versions.new_file_number();
+            let path = filename::log(&db.dir, number);
+            let opened = db
+                .env
+                .new_writable(&path)
+                .and_then(|f| db.env.sync_dir(&db.dir).map(|()| f));
+            match opened {
+                Ok(file) => {
+                    st.log = Some(LogWriter::new(file));
+                    st.log_file_number = number;
+                    let full = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+                    st.imm = Some(full);
+                    db.has_imm.store(true, std::sync::atomic::Ordering::Release);
+                    force = false;
+                    background::maybe_schedule(db, &mut st);
+                }
+                Err(e) => {
+                    let _ = db.env.remove_file(&path);
+                    return (st, Err(e));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,251 @@
+//! The database's API, one behaviour per test, on the real filesystem.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+use strata::{Db, Error, Options, ReadOptions, WriteBatch, WriteOptions};
+
+fn options() -> Options {
+    Options {
+        create_if_missing: true,
+        ..Options::default()
+    }
+}
+
+fn small() -> Options {
+    Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        max_file_size: 64 << 10,
+        ..Options::default()
+    }
+}
+
+#[test]
+fn put_get_delete_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.put(b"a", b"1").unwrap();
+    db.put(b"b", b"2").unwrap();
+    db.delete(b"a").unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+    db.close().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(db.get(b"a").unwrap(), None);
+    assert_eq!(db.get(b"b").unwrap(), Some(b"2".to_vec()));
+    db.put_opt(b"c", b"3", &WriteOptions { sync: true })
+        .unwrap();
+    drop(db);
+    let db = Db::open(dir.path(), options()).unwrap();
+    assert_eq!(db.get(b"c").unwrap(), Some(b"3".to_vec()));
+}
+
+#[test]
+fn batches_apply_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), options()).unwrap();
+    let mut b = WriteBatch::new();
+    b.put("x", "1");
+    b.put("y", "2");
+    b.delete("x");
+    assert_eq!(b.len(), 3);
+    db.write(b).unwrap();
+    assert_eq!(db.get("x").unwrap(), None);
+    assert_eq!(db.get("y").unwrap(), Some(b"2".to_vec()));
+}
+
+#[test]
+fn flushes_compactions_and_reads_across_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    let n = 20_000u32;
+    for i in 0..n {
+        db.put(format!("key{i:08}"), format!("value{i}").repeat(3))
+            .unwrap();
+    }
+    for i in (0..n).step_by(3) {
+        db.delete(format!("key{i:08}")).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let files: usize = (0..7)
+        .map(|l| {
+            db.property(&format!("leveldb.num-files-at-level{l}"))
+                .unwrap()
+                .parse::<usize>()
+                .unwrap()
+        })
+        .sum();
+    assert!(files > 1, "{}", db.property("leveldb.sstables").unwrap());
+    for i in (0..n).step_by(97) {
+        let got = db.get(format!("key{i:08}")).unwrap();
+        if i % 3 == 0 {
+            assert_eq!(got, None, "{i}");
+        } else {
+            assert_eq!(got, Some(format!("value{i}").repeat(3).into_bytes()), "{i}");
+        }
+    }
+    let count = db.range::<&[u8]>(..).count();
+    assert_eq!(count, (n - n.div_ceil(3)) as usize);
+    assert!(db.property("leveldb.stats").unwrap().contains("Level"));
+    assert!(db.property("strata.stats").unwrap().contains("compactions"));
+    let sizes = db.approximate_sizes(&[(b"key00000000", b"key99999999"), (b"a", b"b")]);
+    assert!(sizes[0] > 10_000, "{sizes:?}");
+    assert_eq!(sizes[1], 0);
+    drop(db);
+    let db = Db::open(dir.path(), small()).unwrap();
+    assert_eq!(
+        db.get(format!("key{:08}", 1)).unwrap(),
+        Some(b"value1value1value1".to_vec())
+    );
+}
+
+#[test]
+fn iterators_both_ways_and_ranges() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    for i in 0..2000u32 {
+        db.put(format!("{i:05}"), i.to_string()).unwrap();
+    }
+    db.delete("00005").unwrap();
+    let mut it = db.raw_iterator();
+    it.seek_to_first();
+    assert_eq!(it.key(), b"00000");
+    it.next();
+    it.next();
+    it.next();
+    it.next();
+    assert_eq!(it.key(), b"00004");
+    it.next();
+    assert_eq!(it.key(), b"00006", "deleted key hidden");
+    it.prev();
+    assert_eq!(it.key(), b"00004");
+    it.seek_to_last();
+    assert_eq!(it.key(), b"01999");
+    it.seek(b"00005");
+    assert_eq!(it.key(), b"00006");
+    it.status().unwrap();
+    let fwd: Vec<Vec<u8>> = db
+        .range(b"00010".as_slice()..b"00015".as_slice())
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(fwd, [b"00010", b"00011", b"00012", b"00013", b"00014"]);
+    let rev: Vec<Vec<u8>> = db
+        .range_rev(b"00003".as_slice()..=b"00007".as_slice())
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(rev, [b"00007", b"00006", b"00004", b"00003"]);
+    assert_eq!(db.range_rev::<&[u8]>(..).count(), 1999);
+}
+
+#[test]
+fn snapshots_see_the_past() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), small()).unwrap();
+    db.put("k", "old").unwrap();
+    let snap = db.snapshot();
+    db.put("k", "new").unwrap();
+    db.delete("gone").unwrap();
+    for i in 0..5000 {
+        db.put(format!("filler{i}"), "x".repeat(50)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    let ro = ReadOptions {
+        snapshot: Some(snap.clone()),
+        ..ReadOptions::default()
+    };
+    assert_eq!(db.get_opt("k", &ro).unwrap(), Some(b"old".to_vec()));
+    assert_eq!(db.get("k").unwrap(), Some(b"new".to_vec()));
+    let seen: Vec<_> = db
+        .range_opt::<&[u8]>(.., false, &ro)
+        .map(|r| r.unwrap().0)
+        .collect();
+    assert_eq!(seen, [b"k".to_vec()]);
+    drop(ro);
+    drop(snap);
+    db.compact_range(None, None).unwrap();
+    assert_eq!(db.get("k").unwrap(), Some(b"new".to_vec()));
+}
+
+#[test]
+fn open_errors_are_distinct() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let err = Db::open(&missing, Options::default()).unwrap_err();
+    assert!(matches!(err, Error::NotFound(_)), "{err}");
+    assert!(!missing.exists(), "a failed open leaves nothing behind");
+
+    let path = dir.path().join("db");
+    let db = Db::open(&path, options()).unwrap();
+    let err = Db::open(&path, options()).unwrap_err();
+    assert!(matches!(err, Error::Locked(_)), "{err}");
+    drop(db);
+    let err = Db::open(
+        &path,
+        Options {
+            error_if_exists: true,
+            ..options()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::AlreadyExists(_)), "{err}");
+    let err = Db::open(
+        &path,
+        Options {
+            write_buffer_size: 1,
+            ..options()
+        },
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument(_)), "{err}");
+}
+
+#[test]
+fn snapshot_of_another_database_is_refused() {
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    let da = Db::open(a.path(), options()).unwrap();
+    let db_b = Db::open(b.path(), options()).unwrap();
+    let ro = ReadOptions {
+        snapshot: Some(da.snapshot()),
+        ..ReadOptions::default()
+    };
+    assert!(matches!(
+        db_b.get_opt("k", &ro),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn destroy_and_repair() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let db = Db::open(&path, small()).unwrap();
+    for i in 0..3000 {
+        db.put(format!("k{i:05}"), "v".repeat(40)).unwrap();
+    }
+    drop(db);
+    // Lose the manifest: repair rebuilds it from the tables and logs.
+    for e in std::fs::read_dir(&path).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.starts_with("MANIFEST-") || name == "CURRENT" {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let err = Db::open(&path, small()).unwrap_err();
+    assert!(
+        err.is_corruption() && err.to_string().contains("repair"),
+        "{err}"
+    );
+    Db::repair(&path, small()).unwrap();
+    let db = Db::open(&path, small()).unwrap();
+    assert_eq!(db.range::<&[u8]>(..).count(), 3000);
+    assert_eq!(db.get("k01234").unwrap(), Some("v".repeat(40).into_bytes()));
+    drop(db);
+    Db::destroy(&path, &Options::default()).unwrap();
+    assert!(!path.exists());
+}
