@@ -248,7 +248,10 @@ fn destroy_and_repair() {
     drop(db);
     Db::destroy(&path, &Options::default()).unwrap();
     // What repair set aside in lost/ is the user's to inspect; everything else is gone.
-    let left: Vec<_> = std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(&path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left, ["lost"]);
     let fresh = dir.path().join("fresh");
     drop(Db::open(&fresh, small()).unwrap());

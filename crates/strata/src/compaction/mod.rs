@@ -7,6 +7,9 @@
 //! - P2 an entry is dropped only if no snapshot can see it: it is shadowed by a newer entry
 //!   of the same key at or below the oldest snapshot, or it is a tombstone at or below the
 //!   oldest snapshot with no older data for its key in deeper levels.
+//! - P3 the inputs of a level never end inside a user key: when a key's versions straddle
+//!   two adjacent tables, both are taken, so the newer version never moves below the
+//!   older one.
 
 pub mod picker;
 

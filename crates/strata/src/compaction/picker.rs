@@ -208,14 +208,42 @@ pub fn range_compaction(
     Some(c)
 }
 
+/// Adds to `inputs` every table of `level_files` that starts with the user key the inputs
+/// end with (P3): a user key's versions can straddle two adjacent tables, and moving the
+/// newer one down a level without the older one would let the older one shadow it.
+fn add_boundary_inputs(level_files: &[Arc<FileMeta>], inputs: &mut Vec<Arc<FileMeta>>) {
+    if inputs.is_empty() {
+        return;
+    }
+    let mut largest = key_range(inputs).1;
+    loop {
+        let next = level_files
+            .iter()
+            .filter(|f| {
+                compare_internal_keys(&f.smallest, &largest) == Ordering::Greater
+                    && user_key(&f.smallest) == user_key(&largest)
+            })
+            .min_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
+        match next {
+            Some(f) if !inputs.iter().any(|i| i.number == f.number) => {
+                largest = f.largest.clone();
+                inputs.push(Arc::clone(f));
+            }
+            _ => break,
+        }
+    }
+}
+
 /// Adds the overlapping tables of `level + 1` (P1), grows the `level` inputs when that
 /// costs no more `level + 1` tables, and notes the grandparents and compact pointer.
 fn setup_other_inputs(c: &mut Compaction) {
     let level = c.level;
     let v = Arc::clone(&c.version);
+    add_boundary_inputs(&v.levels[level], &mut c.inputs[0]);
     let range = key_range(&c.inputs[0]);
     let (lo, hi) = user_bounds(&range);
     c.inputs[1] = v.overlapping_inputs(level + 1, lo, hi);
+    add_boundary_inputs(&v.levels[level + 1], &mut c.inputs[1]);
     let mut all: Vec<Arc<FileMeta>> = c.inputs[0]
         .iter()
         .chain(c.inputs[1].iter())
@@ -225,14 +253,16 @@ fn setup_other_inputs(c: &mut Compaction) {
 
     if !c.inputs[1].is_empty() {
         let (alo, ahi) = user_bounds(&all_range);
-        let expanded0 = v.overlapping_inputs(level, alo, ahi);
+        let mut expanded0 = v.overlapping_inputs(level, alo, ahi);
+        add_boundary_inputs(&v.levels[level], &mut expanded0);
         let limit = 25 * c.max_output_file_size;
         if expanded0.len() > c.inputs[0].len()
             && total_size(&expanded0) + total_size(&c.inputs[1]) < limit
         {
             let new_range = key_range(&expanded0);
             let (nlo, nhi) = user_bounds(&new_range);
-            let expanded1 = v.overlapping_inputs(level + 1, nlo, nhi);
+            let mut expanded1 = v.overlapping_inputs(level + 1, nlo, nhi);
+            add_boundary_inputs(&v.levels[level + 1], &mut expanded1);
             if expanded1.len() == c.inputs[1].len() {
                 c.inputs[0] = expanded0;
                 c.inputs[1] = expanded1;
@@ -316,6 +346,38 @@ mod tests {
         pointers[1] = c.edit.compact_pointers[0].1.clone();
         let c = pick_compaction(&v, &pointers, 2 << 20).unwrap();
         assert_eq!(c.inputs[0][0].number, 2);
+    }
+
+    #[test]
+    fn boundary_tables_come_along() {
+        // Table 1 ends with k#20, table 2 starts with k#10: an older version of the same
+        // user key. Compacting table 1 alone would move k#20 below k#10.
+        let t1 = Arc::new(FileMeta::new(
+            1,
+            100,
+            make_internal_key(b"a", 30, ValueType::Value),
+            make_internal_key(b"k", 20, ValueType::Value),
+        ));
+        let t2 = Arc::new(FileMeta::new(
+            2,
+            100,
+            make_internal_key(b"k", 10, ValueType::Deletion),
+            make_internal_key(b"p", 5, ValueType::Value),
+        ));
+        let t3 = Arc::new(FileMeta::new(
+            3,
+            100,
+            make_internal_key(b"q", 5, ValueType::Value),
+            make_internal_key(b"z", 5, ValueType::Value),
+        ));
+        let mut v = Version::default();
+        v.levels[1] = vec![Arc::clone(&t1), Arc::clone(&t2), t3];
+        v.finalize();
+        let v = Arc::new(v);
+        let c = range_compaction(&v, 1, Some(b"a"), Some(b"b"), 2 << 20).unwrap();
+        let taken: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
+        assert_eq!(taken, [1, 2]);
+        assert!(!c.is_trivial_move());
     }
 
     #[test]

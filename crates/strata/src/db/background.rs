@@ -59,7 +59,7 @@ pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
 
 fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
     if st.imm.is_some() {
-        return compact_memtable(db, st);
+        return compact_memtable(db, st, false);
     }
     let max_file_size = db.options.max_file_size as u64;
     let version = st.versions.current();
@@ -134,8 +134,14 @@ fn record_error(st: &mut State, e: Error) {
     }
 }
 
-/// Flushes the immutable memtable to a table and drops the WAL it came from.
-fn compact_memtable<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
+/// Flushes the immutable memtable to a table and drops the WAL it came from. During a
+/// compaction (`level0_only`) the table goes to level 0: the compaction's outputs are not
+/// in the version yet, and a deeper placement could land beside them.
+fn compact_memtable<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+    level0_only: bool,
+) -> MutexGuard<'a, State> {
     let Some(imm) = st.imm.clone() else { return st };
     let base = st.versions.current();
     let number = st.versions.new_file_number();
@@ -154,7 +160,9 @@ fn compact_memtable<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> Mutex
     };
     let mut edit = VersionEdit::default();
     let mut level = 0;
-    if let Some(m) = &meta {
+    if let Some(m) = &meta
+        && !level0_only
+    {
         level = base.pick_level_for_memtable_output(
             key::user_key(&m.smallest),
             key::user_key(&m.largest),
@@ -163,7 +171,9 @@ fn compact_memtable<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> Mutex
         let s = &mut st.level_stats[level];
         s.micros += started.elapsed().as_micros() as u64;
         s.bytes_written += m.size;
-        edit.new_files.push((level, m.clone()));
+    }
+    if let Some(m) = meta {
+        edit.new_files.push((level, m));
     }
     // The flushed memtable's WAL is no longer needed: the live one is.
     edit.log_number = Some(st.log_file_number);
@@ -173,7 +183,6 @@ fn compact_memtable<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> Mutex
             st.imm = None;
             db.has_imm.store(false, Ordering::Release);
             st.flushes += 1;
-            let _ = level;
             delete_obsolete_files(db, &mut st);
         }
         Err(e) => record_error(&mut st, e),
@@ -343,7 +352,7 @@ fn merge_inputs(
         // A waiting memtable flush goes first: writers may be stalled on it.
         if db.has_imm.load(Ordering::Acquire) {
             let st = db.lock();
-            drop(compact_memtable(db, st));
+            drop(compact_memtable(db, st, true));
         }
         let ikey = input.key();
         if current.is_some()

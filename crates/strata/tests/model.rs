@@ -1,0 +1,205 @@
+//! The whole database against a `BTreeMap` model: random puts, deletes, batches, gets,
+//! forward and reverse range scans, snapshots held across writes, manual compactions,
+//! and reopens, with a 64 KiB write buffer so flushes and compactions run all the time.
+//!
+//! `STRATA_MODEL_OPS` (default 200,000) operations in `STRATA_MODEL_ROUNDS` (default 20)
+//! rounds with a reopen between rounds; `STRATA_MODEL_SEED` picks the seed (printed).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::Arc;
+
+use common::Rng;
+use strata::env::MemEnv;
+use strata::{Db, Options, ReadOptions, Snapshot, WriteBatch};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+fn options(env: &MemEnv, rng: &mut Rng) -> Options {
+    Options {
+        create_if_missing: true,
+        write_buffer_size: 64 << 10,
+        max_file_size: 32 << 10,
+        block_size: [256, 1024, 4096][rng.below(3) as usize],
+        bloom_bits_per_key: if rng.below(2) == 0 { Some(10) } else { None },
+        env: Arc::new(env.clone()),
+        ..Options::default()
+    }
+}
+
+fn key(rng: &mut Rng) -> Vec<u8> {
+    // A skewed key space: some keys are hot, most are not.
+    let n = if rng.below(4) == 0 {
+        rng.below(50)
+    } else {
+        rng.below(4000)
+    };
+    format!("key{n:06}").into_bytes()
+}
+
+fn value(rng: &mut Rng) -> Vec<u8> {
+    let len = rng.below(120) as usize;
+    rng.compressible(len)
+}
+
+fn bound(rng: &mut Rng) -> Bound<Vec<u8>> {
+    match rng.below(3) {
+        0 => Bound::Unbounded,
+        1 => Bound::Included(key(rng)),
+        _ => Bound::Excluded(key(rng)),
+    }
+}
+
+fn check_scan(db: &Db, model: &Model, rng: &mut Rng, ro: &ReadOptions, ctx: &str) {
+    let lo = bound(rng);
+    let hi = bound(rng);
+    if let (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) =
+        (&lo, &hi)
+        && (a > b
+            || (a == b && (matches!(lo, Bound::Excluded(_)) || matches!(hi, Bound::Excluded(_)))))
+    {
+        return; // BTreeMap::range panics on inverted or empty-excluded ranges
+    }
+    let reverse = rng.below(2) == 0;
+    let limit = rng.below(200) as usize + 1;
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = if reverse {
+        model
+            .range((lo.clone(), hi.clone()))
+            .rev()
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    } else {
+        model
+            .range((lo.clone(), hi.clone()))
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    let got: Vec<(Vec<u8>, Vec<u8>)> = db
+        .range_opt((lo.clone(), hi.clone()), reverse, ro)
+        .take(limit)
+        .map(|r| r.unwrap())
+        .collect();
+    assert!(
+        got == expected,
+        "{ctx}: scan {lo:?}..{hi:?} reverse={reverse}: got {} entries, expected {}",
+        got.len(),
+        expected.len()
+    );
+}
+
+#[test]
+fn database_matches_a_btreemap() {
+    let seed = env_u64("STRATA_MODEL_SEED", 0x5eed);
+    let ops = env_u64("STRATA_MODEL_OPS", 200_000);
+    let rounds = env_u64("STRATA_MODEL_ROUNDS", 20).max(1);
+    println!(
+        "model test: seed {seed}, {ops} operations, {rounds} rounds (STRATA_MODEL_SEED to rerun)"
+    );
+    let mut rng = Rng::new(seed);
+    let env = MemEnv::new();
+    let path = Path::new("/model-db");
+    let mut model = Model::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    let mut done = 0u64;
+    for round in 0..rounds {
+        let db = Db::open(path, options(&env, &mut rng)).unwrap();
+        // Everything survived the reopen.
+        let all: Vec<_> = db.range::<&[u8]>(..).map(|r| r.unwrap()).collect();
+        let expected: Vec<_> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        assert!(
+            all == expected,
+            "seed {seed} round {round}: state after reopen differs"
+        );
+        let per_round = ops / rounds;
+        for i in 0..per_round {
+            let ctx = format!("seed {seed} round {round} op {i}");
+            match rng.below(100) {
+                0..=34 => {
+                    let (k, v) = (key(&mut rng), value(&mut rng));
+                    db.put(&k, &v).unwrap();
+                    model.insert(k, v);
+                }
+                35..=44 => {
+                    let k = key(&mut rng);
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                }
+                45..=54 => {
+                    let mut b = WriteBatch::new();
+                    for _ in 0..rng.below(10) + 1 {
+                        let k = key(&mut rng);
+                        if rng.below(3) == 0 {
+                            b.delete(&k);
+                            model.remove(&k);
+                        } else {
+                            let v = value(&mut rng);
+                            b.put(&k, &v);
+                            model.insert(k, v);
+                        }
+                    }
+                    db.write(b).unwrap();
+                }
+                55..=84 => {
+                    let k = key(&mut rng);
+                    let got = db.get(&k).unwrap();
+                    assert_eq!(got, model.get(&k).cloned(), "{ctx}: get {k:?}");
+                }
+                85..=91 => check_scan(&db, &model, &mut rng, &ReadOptions::default(), &ctx),
+                92..=93 => {
+                    if snapshots.len() < 4 {
+                        snapshots.push((db.snapshot(), model.clone()));
+                    } else {
+                        snapshots.remove(rng.below(4) as usize);
+                    }
+                }
+                94..=98 => {
+                    if !snapshots.is_empty() {
+                        let which = rng.below(snapshots.len() as u64) as usize;
+                        let (snap, old) = &snapshots[which];
+                        let ro = ReadOptions {
+                            snapshot: Some(snap.clone()),
+                            ..ReadOptions::default()
+                        };
+                        let k = key(&mut rng);
+                        assert_eq!(
+                            db.get_opt(&k, &ro).unwrap(),
+                            old.get(&k).cloned(),
+                            "{ctx}: snapshot get {k:?}"
+                        );
+                        check_scan(&db, old, &mut rng, &ro, &format!("{ctx} (snapshot)"));
+                    }
+                }
+                _ => {
+                    if rng.below(20) == 0 {
+                        let (a, b) = (key(&mut rng), key(&mut rng));
+                        let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                        db.compact_range(Some(&a), Some(&b)).unwrap();
+                    }
+                }
+            }
+            done += 1;
+        }
+        // Snapshots belong to the open database: they end with it.
+        snapshots.clear();
+        db.close().unwrap();
+    }
+    println!("model test: {done} operations checked");
+}
