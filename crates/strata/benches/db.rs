@@ -2,7 +2,10 @@
 //! block is cached, sequential and random put (no sync). `cargo bench -p strata --bench db`.
 //! The db_bench-style comparisons with peers live in `strata-bench`.
 
-#![allow(clippy::unwrap_used, reason = "benchmark setup: a failure aborts the run")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "benchmark setup: a failure aborts the run"
+)]
 
 use std::hint::black_box;
 

@@ -3,7 +3,11 @@
 //! that every acknowledged put is there and no acknowledged delete is undone. Repeated
 //! `STRATA_CRASH_CYCLES` times (default 25) on the real filesystem.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 
@@ -35,7 +39,14 @@ fn op(i: u64) -> (Vec<u8>, Option<Vec<u8>>) {
     if i % 7 == 3 {
         (k, None)
     } else {
-        (k, Some(format!("value-{i}-").repeat(1 + (i % 9) as usize).into_bytes()))
+        (
+            k,
+            Some(
+                format!("value-{i}-")
+                    .repeat(1 + (i % 9) as usize)
+                    .into_bytes(),
+            ),
+        )
     }
 }
 
@@ -43,7 +54,9 @@ fn op(i: u64) -> (Vec<u8>, Option<Vec<u8>>) {
 /// `ACK <i>` after each, until killed.
 #[test]
 fn crash_child() {
-    let Ok(dir) = std::env::var("STRATA_CRASH_CHILD") else { return };
+    let Ok(dir) = std::env::var("STRATA_CRASH_CHILD") else {
+        return;
+    };
     let from: u64 = std::env::var("STRATA_CRASH_FROM").unwrap().parse().unwrap();
     let db = Db::open(Path::new(&dir), options()).unwrap();
     let sync = WriteOptions { sync: true };
@@ -60,10 +73,18 @@ fn crash_child() {
 
 #[test]
 fn acknowledged_writes_survive_kill_9() {
-    let cycles: u64 = std::env::var("STRATA_CRASH_CYCLES").ok().and_then(|s| s.parse().ok()).unwrap_or(25);
+    let cycles: u64 = std::env::var("STRATA_CRASH_CYCLES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(25);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let mut rng = Rng::new(std::env::var("STRATA_CRASH_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(99));
+    let mut rng = Rng::new(
+        std::env::var("STRATA_CRASH_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(99),
+    );
     // What the database must hold: per key, the value of its last acknowledged operation.
     let mut model: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut next = 0u64;
@@ -93,7 +114,9 @@ fn acknowledged_writes_survive_kill_9() {
         // Let it write for a while (at least until its first acknowledgement), then kill.
         let wait = Duration::from_millis(20 + rng.below(250));
         let started = std::time::Instant::now();
-        while acked.load(Ordering::Acquire) == u64::MAX && started.elapsed() < Duration::from_secs(20) {
+        while acked.load(Ordering::Acquire) == u64::MAX
+            && started.elapsed() < Duration::from_secs(20)
+        {
             std::thread::sleep(Duration::from_millis(2));
         }
         std::thread::sleep(wait);
@@ -101,7 +124,11 @@ fn acknowledged_writes_survive_kill_9() {
         child.wait().unwrap();
         reader.join().unwrap();
         let last = acked.load(Ordering::Acquire);
-        assert_ne!(last, u64::MAX, "cycle {cycle}: the child acknowledged nothing");
+        assert_ne!(
+            last,
+            u64::MAX,
+            "cycle {cycle}: the child acknowledged nothing"
+        );
         for i in next..=last {
             let (k, v) = op(i);
             model.insert(k, v);
@@ -116,7 +143,12 @@ fn acknowledged_writes_survive_kill_9() {
             if *k == in_flight_key && got == in_flight_value {
                 continue;
             }
-            assert_eq!(&got, expected, "cycle {cycle}: key {} lost its acknowledged state", String::from_utf8_lossy(k));
+            assert_eq!(
+                &got,
+                expected,
+                "cycle {cycle}: key {} lost its acknowledged state",
+                String::from_utf8_lossy(k)
+            );
         }
         // Adopt the in-flight operation's outcome, whichever it was.
         model.insert(in_flight_key.clone(), db.get(&in_flight_key).unwrap());

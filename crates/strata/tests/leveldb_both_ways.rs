@@ -3,7 +3,11 @@
 //! filters, several levels) opens in LevelDB, which reads it, iterates it, writes more,
 //! and Strata then reopens that.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 
@@ -58,7 +62,8 @@ fn strata_opens_what_leveldb_wrote() {
         db.compact_range(None, None);
         for _ in 0..n / 4 {
             let len = rng.below(200) as usize;
-            db.put(&key(rng.below(n)), &rng.compressible(len), false).unwrap();
+            db.put(&key(rng.below(n)), &rng.compressible(len), false)
+                .unwrap();
         }
         for _ in 0..n / 8 {
             db.delete(&key(rng.below(n)), false).unwrap();
@@ -76,7 +81,10 @@ fn strata_opens_what_leveldb_wrote() {
     let ours = strata_all(&db);
     assert_eq!(ours.len(), forward.len());
     assert!(ours == forward, "forward iteration differs from LevelDB's");
-    assert!(strata_all_rev(&db) == reverse, "reverse iteration differs from LevelDB's");
+    assert!(
+        strata_all_rev(&db) == reverse,
+        "reverse iteration differs from LevelDB's"
+    );
     for (k, v) in forward.iter().step_by(101) {
         assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
     }
@@ -116,9 +124,17 @@ fn leveldb_opens_what_strata_wrote_and_back() {
         }
         db.write(b).unwrap();
         let levels: Vec<usize> = (0..7)
-            .map(|l| db.property(&format!("leveldb.num-files-at-level{l}")).unwrap().parse().unwrap())
+            .map(|l| {
+                db.property(&format!("leveldb.num-files-at-level{l}"))
+                    .unwrap()
+                    .parse()
+                    .unwrap()
+            })
             .collect();
-        assert!(levels.iter().filter(|&&c| c > 0).count() >= 2, "data on several levels: {levels:?}");
+        assert!(
+            levels.iter().filter(|&&c| c > 0).count() >= 2,
+            "data on several levels: {levels:?}"
+        );
         db.close().unwrap();
     }
     let expected = {
@@ -130,7 +146,10 @@ fn leveldb_opens_what_strata_wrote_and_back() {
         let db = leveldb_ffi::Db::open(&dir, &leveldb_ffi::Options::default()).unwrap();
         let theirs = db.collect_all().unwrap();
         assert_eq!(theirs.len(), expected.len());
-        assert!(theirs == expected, "LevelDB reads Strata's database differently");
+        assert!(
+            theirs == expected,
+            "LevelDB reads Strata's database differently"
+        );
         let mut rev = expected.clone();
         rev.reverse();
         assert!(leveldb_rev(&db) == rev);
@@ -138,7 +157,12 @@ fn leveldb_opens_what_strata_wrote_and_back() {
             assert_eq!(db.get(k).unwrap().as_ref(), Some(v));
         }
         for i in 0..5000u64 {
-            db.put(format!("leveldb-{i:06}").as_bytes(), b"written by LevelDB", false).unwrap();
+            db.put(
+                format!("leveldb-{i:06}").as_bytes(),
+                b"written by LevelDB",
+                false,
+            )
+            .unwrap();
         }
         db.delete(&expected[0].0, false).unwrap();
         db.compact_range(None, None);
@@ -147,7 +171,13 @@ fn leveldb_opens_what_strata_wrote_and_back() {
     let db = Db::open(&dir, options()).unwrap();
     let all = strata_all(&db);
     assert_eq!(all.len(), expected.len() - 1 + 5000);
-    assert_eq!(db.get("leveldb-004999").unwrap(), Some(b"written by LevelDB".to_vec()));
+    assert_eq!(
+        db.get("leveldb-004999").unwrap(),
+        Some(b"written by LevelDB".to_vec())
+    );
     assert_eq!(db.get(&expected[0].0).unwrap(), None);
-    assert_eq!(db.get(&expected[1].0).unwrap().as_ref(), Some(&expected[1].1));
+    assert_eq!(
+        db.get(&expected[1].0).unwrap().as_ref(),
+        Some(&expected[1].1)
+    );
 }

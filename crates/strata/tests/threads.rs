@@ -3,7 +3,11 @@
 //! the last round it acknowledged for each key; readers check every value they see
 //! against those bounds, and snapshots and iterators against themselves.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, reason = "test code: a failed unwrap is a failed test")]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
 
 mod common;
 
@@ -30,8 +34,16 @@ fn value(t: usize, k: usize, r: u64) -> Vec<u8> {
 fn round_of(t: usize, k: usize, v: &[u8]) -> u64 {
     let s = std::str::from_utf8(v).expect("utf-8 value");
     let mut parts = s.split(':');
-    assert_eq!(parts.next(), Some(t.to_string().as_str()), "value of another writer: {s}");
-    assert_eq!(parts.next(), Some(k.to_string().as_str()), "value of another key: {s}");
+    assert_eq!(
+        parts.next(),
+        Some(t.to_string().as_str()),
+        "value of another writer: {s}"
+    );
+    assert_eq!(
+        parts.next(),
+        Some(k.to_string().as_str()),
+        "value of another key: {s}"
+    );
     let r: u64 = parts.next().unwrap().parse().unwrap();
     assert_eq!(v, value(t, k, r).as_slice(), "torn value");
     r
@@ -39,7 +51,10 @@ fn round_of(t: usize, k: usize, v: &[u8]) -> u64 {
 
 #[test]
 fn writers_and_readers_agree() {
-    let seconds: u64 = std::env::var("STRATA_THREADS_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(4);
+    let seconds: u64 = std::env::var("STRATA_THREADS_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4);
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(
         Db::open(
@@ -54,7 +69,8 @@ fn writers_and_readers_agree() {
         )
         .unwrap(),
     );
-    let progress: Arc<Vec<AtomicU64>> = Arc::new((0..WRITERS * KEYS).map(|_| AtomicU64::new(0)).collect());
+    let progress: Arc<Vec<AtomicU64>> =
+        Arc::new((0..WRITERS * KEYS).map(|_| AtomicU64::new(0)).collect());
     let stop = Arc::new(AtomicBool::new(false));
     let deadline = Instant::now() + Duration::from_secs(seconds);
     let mut handles = Vec::new();
@@ -95,16 +111,28 @@ fn writers_and_readers_agree() {
                     // A snapshot and an iterator over one writer's keys: sorted, well
                     // formed, and equal to point reads through the same snapshot.
                     let snap = db.snapshot();
-                    let ro = ReadOptions { snapshot: Some(snap), ..ReadOptions::default() };
+                    let ro = ReadOptions {
+                        snapshot: Some(snap),
+                        ..ReadOptions::default()
+                    };
                     let prefix = format!("w{w}/");
                     let mut last: Option<Vec<u8>> = None;
-                    for item in db.range_opt(prefix.as_bytes()..format!("w{w}0").as_bytes(), false, &ro).take(50) {
+                    for item in db
+                        .range_opt(prefix.as_bytes()..format!("w{w}0").as_bytes(), false, &ro)
+                        .take(50)
+                    {
                         let (kk, v) = item.unwrap();
-                        let kn: usize = std::str::from_utf8(&kk[prefix.len()..]).unwrap().parse().unwrap();
+                        let kn: usize = std::str::from_utf8(&kk[prefix.len()..])
+                            .unwrap()
+                            .parse()
+                            .unwrap();
                         let r = round_of(w, kn, &v);
                         assert_ne!(r % 5, 4, "a deleted round is visible");
                         assert_eq!(db.get_opt(&kk, &ro).unwrap(), Some(v));
-                        assert!(last.as_ref().is_none_or(|l| l < &kk), "iterator out of order");
+                        assert!(
+                            last.as_ref().is_none_or(|l| l < &kk),
+                            "iterator out of order"
+                        );
                         last = Some(kk);
                     }
                 } else {
@@ -114,7 +142,10 @@ fn writers_and_readers_agree() {
                     match got {
                         Some(v) => {
                             let r = round_of(w, k, &v);
-                            assert!(r >= before && r <= after + 1, "read round {r}, acknowledged {before}..{after}");
+                            assert!(
+                                r >= before && r <= after + 1,
+                                "read round {r}, acknowledged {before}..{after}"
+                            );
                         }
                         None => {
                             // Never written, or a delete round in the window.
@@ -133,9 +164,15 @@ fn writers_and_readers_agree() {
     }
     stop.store(true, Ordering::Relaxed);
     let counts: Vec<u64> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let (writes, reads): (u64, u64) = (counts[..WRITERS].iter().sum(), counts[WRITERS..].iter().sum());
+    let (writes, reads): (u64, u64) = (
+        counts[..WRITERS].iter().sum(),
+        counts[WRITERS..].iter().sum(),
+    );
     println!("threads: {writes} writes, {reads} reads checked in {seconds} s");
-    assert!(writes > 1000 && reads > 1000, "{writes} writes, {reads} reads");
+    assert!(
+        writes > 1000 && reads > 1000,
+        "{writes} writes, {reads} reads"
+    );
     // Everything acknowledged is there at the end, and after a reopen.
     let check = |db: &Db| {
         for t in 0..WRITERS {
