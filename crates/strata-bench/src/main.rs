@@ -1,23 +1,218 @@
-//! `strata-bench`: a db_bench-compatible benchmark for Strata and its peers.
-//!
-//! Not built yet: the workloads, flags and peers arrive with the benchmark issues. Until
-//! then the tool says so and exits with an error, so no script mistakes it for a result.
+//! `strata-bench`: LevelDB's db_bench workloads on Strata and its peers, with latency
+//! histograms, resource accounting, JSON results and preset suites.
 
+mod accounting;
+mod bench;
+mod engine;
+mod flags;
+mod results;
+mod suite;
+mod workload;
+
+use std::io::Write as _;
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-usage: strata-bench [--benchmarks=LIST] [--num=N] [--engines=LIST] ...
+use anyhow::{Context, Result, bail};
+use clap::Parser;
+use indicatif::{ProgressBar, ProgressStyle};
 
-strata-bench will run LevelDB's db_bench workloads (fillseq, fillrandom, readrandom, ...)
-on Strata and on its peers. It is not built yet: the Strata engine's format layer exists,
-the database and the workloads do not. See README.md for the status of each part.";
+use crate::bench::{KEY_SIZE, Runner};
+use crate::engine::{EngineKind, Settings, strata_engine::StrataKind};
+use crate::flags::Flags;
+use crate::results::{Document, EngineRun};
+
+/// Every engine this build can run.
+fn engine_kinds() -> Vec<&'static dyn EngineKind> {
+    vec![&StrataKind]
+}
+
+/// Peers that later builds add, named so `--engines` can say they are not built.
+const PEERS: &[&str] = &[
+    "leveldb",
+    "rocksdb",
+    "sqlite3",
+    "sqlite3-wal",
+    "kyoto-treedb",
+    "wiredtiger-lsm",
+    "wiredtiger-btree",
+    "lmdb",
+    "fjall",
+];
+
+fn select_engines(list: &str) -> Result<Vec<&'static dyn EngineKind>> {
+    let all = engine_kinds();
+    if list == "all" {
+        for p in PEERS {
+            eprintln!("note: engine {p} is not built into this strata-bench yet; skipped");
+        }
+        return Ok(all);
+    }
+    let mut out = Vec::new();
+    for name in list.split(',').filter(|s| !s.is_empty()) {
+        match all.iter().find(|k| k.name() == name) {
+            Some(k) => out.push(*k),
+            None if PEERS.contains(&name) => {
+                eprintln!("note: engine {name} is not built into this strata-bench yet; skipped")
+            }
+            None => bail!("unknown engine {name:?}"),
+        }
+    }
+    if out.is_empty() {
+        bail!("no engine to run");
+    }
+    Ok(out)
+}
+
+fn settings(f: &Flags) -> Settings {
+    Settings {
+        cache_size: f.cache_size,
+        write_buffer_size: f.write_buffer_size,
+        max_file_size: f.max_file_size,
+        block_size: f.block_size,
+        bloom_bits: f.bloom(),
+        open_files: f.open_files,
+        compression: f.compression,
+    }
+}
+
+fn header(kind: &dyn EngineKind, f: &Flags, label: &str, machine: &accounting::Machine) {
+    let raw = (KEY_SIZE + f.value_size) as f64 * f.num as f64 / 1_048_576.0;
+    let file =
+        (KEY_SIZE as f64 + f.value_size as f64 * f.compression_ratio) * f.num as f64 / 1_048_576.0;
+    println!("Engine:     {} {}", kind.name(), kind.version());
+    if !label.is_empty() {
+        println!("Group:      {label}");
+    }
+    println!("CPU:        {} * {}", machine.cores, machine.cpu);
+    println!("Keys:       {KEY_SIZE} bytes each");
+    println!(
+        "Values:     {} bytes each ({} bytes after compression)",
+        f.value_size,
+        (f.value_size as f64 * f.compression_ratio) as usize
+    );
+    println!("Entries:    {}", f.num);
+    println!("RawSize:    {raw:.1} MB (estimated)");
+    println!("FileSize:   {file:.1} MB (estimated)");
+    println!(
+        "Settings:   write_buffer {} B, cache {} B, block {} B, bloom {:?}, compression {}",
+        f.write_buffer_size,
+        f.cache_size,
+        f.block_size,
+        f.bloom(),
+        f.compression
+    );
+    println!("------------------------------------------------");
+}
+
+fn run(flags: &Flags) -> Result<()> {
+    let engines = select_engines(&flags.engines)?;
+    let groups = suite::groups(flags)?;
+    let temp = match &flags.db {
+        Some(_) => None,
+        None => Some(
+            tempfile::Builder::new()
+                .prefix("strata-bench-")
+                .tempdir()
+                .context("create a temporary directory")?,
+        ),
+    };
+    let base: PathBuf = match (&flags.db, &temp) {
+        (Some(d), _) => d.clone(),
+        (None, Some(t)) => t.path().to_path_buf(),
+        (None, None) => std::env::temp_dir(),
+    };
+    std::fs::create_dir_all(&base)?;
+    let machine = accounting::machine(&base);
+    let mut doc = Document {
+        tool: "strata-bench".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        started_unix: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0),
+        suite: flags.suite.clone(),
+        args: std::env::args().collect(),
+        machine: machine.clone(),
+        page_cache: "not dropped between benchmarks: the database may sit in the OS page cache"
+            .into(),
+        runs: Vec::new(),
+    };
+    for kind in engines {
+        for (gi, g) in groups.iter().enumerate() {
+            header(kind, &g.flags, &g.label, &machine);
+            let dir = if flags.db.is_some() && groups.len() == 1 {
+                base.join(kind.name())
+            } else {
+                base.join(format!("{}-{gi}", kind.name()))
+            };
+            let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
+            let mut results = Vec::new();
+            for spec in &g.specs {
+                let bar = ProgressBar::new_spinner();
+                bar.set_style(
+                    ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                );
+                bar.set_message(format!("{} {}", kind.name(), spec.name));
+                bar.enable_steady_tick(std::time::Duration::from_millis(200));
+                let outcome = runner.run(spec);
+                bar.finish_and_clear();
+                let result = outcome.with_context(|| {
+                    format!("benchmark {} on {} failed", spec.name, kind.name())
+                })?;
+                if let Some(r) = result {
+                    println!("{}", r.line());
+                    if let Some(p) = &r.latency_us {
+                        println!(
+                            "             : latency p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us",
+                            p.p50, p.p99, p.p999, p.max
+                        );
+                    }
+                    std::io::stdout().flush()?;
+                    results.push(r);
+                }
+            }
+            std::hint::black_box(runner.sink());
+            let dir = runner.dir().to_path_buf();
+            runner.close();
+            if temp.is_some() && !g.flags.use_existing_db {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+            doc.runs.push(EngineRun {
+                engine: kind.name().into(),
+                engine_version: kind.version(),
+                settings: settings(&g.flags),
+                results,
+            });
+            println!();
+        }
+    }
+    if let Some(path) = &flags.json {
+        let text = serde_json::to_string_pretty(&doc)?;
+        std::fs::write(path, text).with_context(|| format!("write {}", path.display()))?;
+        eprintln!("results written to {}", path.display());
+    }
+    Ok(())
+}
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    eprintln!("{USAGE}");
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    let flags = match Flags::try_parse() {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+    };
+    match run(&flags) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("strata-bench: {e:#}");
+            ExitCode::FAILURE
+        }
     }
 }

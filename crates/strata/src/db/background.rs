@@ -142,6 +142,9 @@ fn compact_memtable<'a>(
     mut st: MutexGuard<'a, State>,
     level0_only: bool,
 ) -> MutexGuard<'a, State> {
+    if st.bg_error.is_some() {
+        return st;
+    }
     let Some(imm) = st.imm.clone() else { return st };
     let base = st.versions.current();
     let number = st.versions.new_file_number();
@@ -351,12 +354,14 @@ fn merge_inputs(
         }
         // A waiting memtable flush goes first: writers may be stalled on it.
         if db.has_imm.load(Ordering::Acquire) {
-            let st = db.lock();
-            drop(compact_memtable(db, st, true));
+            let st = compact_memtable(db, db.lock(), true);
+            if let Some(e) = &st.bg_error {
+                return Err(e.clone());
+            }
         }
         let ikey = input.key();
-        if current.is_some()
-            && c.should_stop_before(ikey)
+        // Always asked: it tracks grandparent overlap as keys go by.
+        if c.should_stop_before(ikey)
             && let Some(out) = current.take()
         {
             outputs.push(finish_output(db, out)?);

@@ -365,8 +365,11 @@ fn scan_table(env: &dyn Env, path: &Path) -> Result<(FileMetaData, u64)> {
     ))
 }
 
-/// LevelDB-style repair: logs become tables, readable tables are kept at level 0, the
-/// rest are moved to `lost/`, and a new manifest names them all.
+/// Repair: every log becomes a table; every table that reads cleanly end to end is kept
+/// (the others go to `lost/`); then all of them are merged, newest version of each key
+/// first, into fresh non-overlapping tables at level 1, which a new manifest names. (LevelDB
+/// leaves the salvaged tables at level 0, where a newer-numbered table holding older
+/// data could shadow newer values; merging by seqnum cannot.)
 pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     let env = Arc::clone(&options.env);
     let _lock = take_lock(env.as_ref(), dir)?;
@@ -396,11 +399,45 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     };
     let mut next_number = max_number + 1;
     let table_options = options.table_options();
+    let write_table = |number: u64,
+                       it: &mut dyn Cursor,
+                       keep: &mut dyn FnMut(&[u8]) -> bool,
+                       max_bytes: u64|
+     -> Result<Option<FileMetaData>> {
+        let path = filename::table(dir, number);
+        let mut builder =
+            crate::sstable::TableBuilder::new(env.new_writable(&path)?, table_options);
+        let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+        while it.valid() && builder.file_size() < max_bytes {
+            if keep(it.key()) {
+                if smallest.is_empty() {
+                    smallest = it.key().to_vec();
+                }
+                largest.clear();
+                largest.extend_from_slice(it.key());
+                builder.add(it.key(), it.value())?;
+            }
+            it.next();
+        }
+        it.status()?;
+        let (mut f, size) = builder.finish()?;
+        f.sync()?;
+        if smallest.is_empty() {
+            drop(f);
+            let _ = env.remove_file(&path);
+            return Ok(None);
+        }
+        Ok(Some(FileMetaData {
+            number,
+            size,
+            smallest,
+            largest,
+        }))
+    };
     // Logs: salvage every readable record into a table.
     for &n in &logs {
-        let path = filename::log(dir, n);
         let mem = Arc::new(MemTable::new());
-        if let Ok(file) = env.new_sequential(&path) {
+        if let Ok(file) = env.new_sequential(&filename::log(dir, n)) {
             let mut reader = LogReader::new(file, true);
             let mut record = Vec::new();
             while let Ok(true) = reader.read_record(&mut record) {
@@ -410,31 +447,15 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
                 }
             }
         }
-        if !mem.is_empty() {
-            let number = next_number;
-            next_number += 1;
-            let tpath = filename::table(dir, number);
-            let mut builder =
-                crate::sstable::TableBuilder::new(env.new_writable(&tpath)?, table_options);
-            let mut it = mem.iter();
-            it.seek_to_first();
-            while it.valid() {
-                builder.add(it.key(), it.value())?;
-                it.next();
-            }
-            let (mut f, _) = builder.finish()?;
-            f.sync()?;
-            tables.push(number);
+        let mut it = mem.iter();
+        it.seek_to_first();
+        if let Some(meta) = write_table(next_number, &mut it, &mut |_| true, u64::MAX)? {
+            tables.push(meta.number);
         }
-        move_to_lost(&format!("{n:06}.log"));
+        next_number += 1;
     }
     // Tables: keep what reads cleanly.
-    let mut edit = VersionEdit {
-        comparator: Some(crate::key::BYTEWISE_COMPARATOR.to_string()),
-        log_number: Some(0),
-        prev_log_number: Some(0),
-        ..Default::default()
-    };
+    let mut readable = Vec::new();
     let mut max_seq = 0;
     for n in tables {
         let mut path = filename::table(dir, n);
@@ -442,10 +463,16 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
             path = filename::sst_table(dir, n);
         }
         match scan_table(env.as_ref(), &path) {
-            Ok((mut meta, seq)) if !meta.smallest.is_empty() => {
-                meta.number = n;
+            Ok((meta, seq)) if !meta.smallest.is_empty() => {
                 max_seq = max_seq.max(seq);
-                edit.new_files.push((0, meta));
+                let size = meta.size;
+                let table = Table::open(
+                    env.new_random_access(&path)?,
+                    &path.to_string_lossy(),
+                    size,
+                    false,
+                )?;
+                readable.push(Arc::new(table));
             }
             _ => {
                 if let Some(name) = path.file_name() {
@@ -454,6 +481,41 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
             }
         }
     }
+    // Merge: the newest version of each key, deletions dropped (nothing lies below).
+    let children: Vec<crate::iter::BoxCursor> = readable
+        .iter()
+        .map(|t| Box::new(t.iter(true, false)) as crate::iter::BoxCursor)
+        .collect();
+    let mut merged = crate::iter::MergingIter::new(children);
+    merged.seek_to_first();
+    let mut last_user: Option<Vec<u8>> = None;
+    let mut keep = |ikey: &[u8]| {
+        let Some(p) = ParsedInternalKey::parse(ikey) else {
+            return false;
+        };
+        if last_user.as_deref() == Some(p.user_key) {
+            return false; // an older version
+        }
+        last_user = Some(p.user_key.to_vec());
+        p.ty == crate::key::ValueType::Value
+    };
+    let mut edit = VersionEdit {
+        comparator: Some(crate::key::BYTEWISE_COMPARATOR.to_string()),
+        log_number: Some(0),
+        prev_log_number: Some(0),
+        ..Default::default()
+    };
+    while merged.valid() {
+        let number = next_number;
+        next_number += 1;
+        if let Some(meta) =
+            write_table(number, &mut merged, &mut keep, options.max_file_size as u64)?
+        {
+            edit.new_files.push((1, meta));
+        }
+    }
+    merged.status()?;
+    env.sync_dir(dir)?;
     let manifest_number = next_number;
     edit.next_file_number = Some(manifest_number + 1);
     edit.last_seqnum = Some(max_seq);
@@ -464,7 +526,11 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     drop(log);
     env.sync_dir(dir)?;
     crate::version::set_current_file(env.as_ref(), dir, manifest_number)?;
-    // Old manifests are obsolete now.
+    // Only now is everything the logs held safe in named tables: set the logs and the
+    // old manifests aside. The old tables are obsolete; the next open deletes them.
+    for &n in &logs {
+        move_to_lost(&format!("{n:06}.log"));
+    }
     for name in &names {
         if let Some(Kind::Manifest(n)) = filename::parse(name)
             && n != manifest_number

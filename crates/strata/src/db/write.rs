@@ -87,7 +87,12 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
                 }
             }
             Ok(()) if result.is_ok() => st.versions.last_seqnum = last, // D2
-            Ok(()) => {}
+            // Logged but not in the memtable: seqnums would be reused. Stop writing.
+            Ok(()) => {
+                if st.bg_error.is_none() {
+                    st.bg_error = result.clone().err();
+                }
+            }
         }
     }
 
@@ -166,6 +171,14 @@ pub(super) fn make_room_for_write<'a>(
             st = db.wait(&db.bg_cv, st);
             st.stall_micros += started.elapsed().as_micros() as u64;
         } else {
+            // The old WAL is made durable first: a synced write in the new one must never
+            // sit after a torn tail in the old one.
+            if let Some(old) = st.log.as_mut()
+                && let Err(e) = old.sync()
+            {
+                st.bg_error = Some(e.clone());
+                return (st, Err(e));
+            }
             let number = st.versions.new_file_number();
             let path = filename::log(&db.dir, number);
             let opened = db
@@ -183,7 +196,9 @@ pub(super) fn make_room_for_write<'a>(
                     background::maybe_schedule(db, &mut st);
                 }
                 Err(e) => {
+                    // A failed directory sync is final (never retried): latch it.
                     let _ = db.env.remove_file(&path);
+                    st.bg_error = Some(e.clone());
                     return (st, Err(e));
                 }
             }

@@ -37,6 +37,9 @@ pub struct VersionSet {
     pub compact_pointers: [Vec<u8>; NUM_LEVELS],
     /// Every version built; the ones still alive protect their files (V3).
     versions: Vec<Weak<Version>>,
+    /// The first failed manifest write or sync: the manifest may end in a torn record,
+    /// so nothing is appended after it, and no retry reuses its number.
+    manifest_error: Option<Error>,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -65,6 +68,7 @@ impl VersionSet {
             current: Arc::new(Version::default()),
             compact_pointers: Default::default(),
             versions: Vec::new(),
+            manifest_error: None,
         }
     }
 
@@ -194,6 +198,9 @@ impl VersionSet {
     /// starting with a snapshot, if none is open) and makes the result current. The
     /// manifest is synced before this returns.
     pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        if let Some(e) = &self.manifest_error {
+            return Err(e.clone());
+        }
         let log_number = *edit.log_number.get_or_insert(self.log_number);
         let prev_log = *edit.prev_log_number.get_or_insert(self.prev_log_number);
         edit.next_file_number = Some(self.next_file_number);
@@ -220,16 +227,26 @@ impl VersionSet {
             Some(log) => log.add_record(&edit.encode()).and_then(|()| log.sync()),
             None => Ok(()),
         };
+        let mut renamed = false;
         let written = written.and_then(|()| match &created {
             Some(_) => self.env.sync_dir(&self.dir).and_then(|()| {
-                set_current_file(self.env.as_ref(), &self.dir, self.manifest_number)
+                point_current_at(
+                    self.env.as_ref(),
+                    &self.dir,
+                    self.manifest_number,
+                    &mut renamed,
+                )
             }),
             None => Ok(()),
         });
         if let Err(e) = written {
-            // A manifest that may hold a torn record is never appended to again.
+            // A manifest that may hold a torn record is never appended to again, and its
+            // number is never reused. Once CURRENT names it, it stays.
             self.manifest = None;
-            if let Some(path) = created {
+            self.manifest_error = Some(e.clone());
+            if let Some(path) = created
+                && !renamed
+            {
                 let _ = self.env.remove_file(&path);
             }
             return Err(e);
@@ -301,6 +318,12 @@ fn check_drops(reader: &mut LogReader, manifest: &str) -> Result<()> {
 
 /// Points `CURRENT` at `MANIFEST-<number>`: temp file, sync, rename, directory sync.
 pub fn set_current_file(env: &dyn Env, dir: &Path, number: u64) -> Result<()> {
+    point_current_at(env, dir, number, &mut false)
+}
+
+/// [`set_current_file`], saying whether the rename happened (then `CURRENT` may name the
+/// new manifest even if a later step failed).
+fn point_current_at(env: &dyn Env, dir: &Path, number: u64, renamed: &mut bool) -> Result<()> {
     let tmp = filename::temp(dir, number);
     let contents = format!("MANIFEST-{number:06}\n");
     let result = (|| {
@@ -309,9 +332,10 @@ pub fn set_current_file(env: &dyn Env, dir: &Path, number: u64) -> Result<()> {
         f.sync()?;
         drop(f);
         env.rename(&tmp, &filename::current(dir))?;
+        *renamed = true;
         env.sync_dir(dir)
     })();
-    if result.is_err() {
+    if result.is_err() && !*renamed {
         let _ = env.remove_file(&tmp);
     }
     result

@@ -1,0 +1,646 @@
+//! The benchmarks, with db_bench's semantics, and the runner that times them.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use hdrhistogram::Histogram;
+
+use crate::accounting;
+use crate::engine::{BatchOp, Engine, EngineKind, Settings};
+use crate::flags::Flags;
+use crate::results::{BenchResult, Interval, Percentiles};
+use crate::workload::{RateLimiter, Rng, ValueGenerator, key};
+
+/// Bytes of a key.
+pub const KEY_SIZE: usize = 16;
+
+/// What a benchmark does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Writes keys in order.
+    WriteSeq,
+    /// Writes keys in random order.
+    WriteRandom,
+    /// Scans forward.
+    ReadSeq,
+    /// Scans backward.
+    ReadReverse,
+    /// Point reads of random keys.
+    ReadRandom,
+    /// Point reads of keys that do not exist.
+    ReadMissing,
+    /// Point reads within the first 1% of keys.
+    ReadHot,
+    /// Seeks to random keys.
+    SeekRandom,
+    /// Deletes keys in order.
+    DeleteSeq,
+    /// Deletes keys in random order.
+    DeleteRandom,
+    /// Random reads while one writer writes.
+    ReadWhileWriting,
+    /// Compacts the whole database.
+    Compact,
+    /// CRC-32C of 4 KiB blocks.
+    Crc32c,
+    /// Snappy compression of a 4 KiB block.
+    SnappyComp,
+    /// Snappy decompression of a 4 KiB block.
+    SnappyUncomp,
+    /// Prints the engine's statistics.
+    Stats,
+    /// Prints the engine's tables.
+    Sstables,
+}
+
+/// One benchmark, fully specified.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The name printed.
+    pub name: String,
+    /// The suite row it belongs to (empty outside suites).
+    pub row: String,
+    /// What it does.
+    pub kind: Kind,
+    /// Start from an empty database.
+    pub fresh_db: bool,
+    /// Operations per thread (writes), or key space (reads).
+    pub num: u64,
+    /// Reads per thread.
+    pub reads: u64,
+    /// Value size.
+    pub value_size: usize,
+    /// Entries per write batch (1: no batches).
+    pub batch: usize,
+    /// Sync every write.
+    pub sync: bool,
+    /// Threads.
+    pub threads: usize,
+}
+
+/// The benchmark called `name`, with db_bench's meaning and the flags' sizes.
+pub fn spec(name: &str, flags: &Flags) -> Result<Spec> {
+    let mut s = Spec {
+        name: name.to_string(),
+        row: String::new(),
+        kind: Kind::Stats,
+        fresh_db: false,
+        num: flags.num,
+        reads: flags.reads(),
+        value_size: flags.value_size,
+        batch: 1,
+        sync: false,
+        threads: flags.threads.max(1),
+    };
+    match name {
+        "fillseq" => (s.kind, s.fresh_db) = (Kind::WriteSeq, true),
+        "fillrandom" => (s.kind, s.fresh_db) = (Kind::WriteRandom, true),
+        "overwrite" => s.kind = Kind::WriteRandom,
+        "fillsync" => {
+            (s.kind, s.fresh_db, s.sync) = (Kind::WriteRandom, true, true);
+            s.num = (flags.num / 1000).max(1);
+        }
+        "fillbatch" | "fillseqbatch" => {
+            (s.kind, s.fresh_db, s.batch) = (Kind::WriteSeq, true, 1000)
+        }
+        "fillrandbatch" => (s.kind, s.fresh_db, s.batch) = (Kind::WriteRandom, true, 1000),
+        "fill100K" => {
+            (s.kind, s.fresh_db, s.value_size) = (Kind::WriteRandom, true, 100_000);
+            s.num = (flags.num / 1000).max(1);
+        }
+        "readseq" => s.kind = Kind::ReadSeq,
+        "readreverse" => s.kind = Kind::ReadReverse,
+        "readrandom" => s.kind = Kind::ReadRandom,
+        "readmissing" => s.kind = Kind::ReadMissing,
+        "readhot" => s.kind = Kind::ReadHot,
+        "seekrandom" => s.kind = Kind::SeekRandom,
+        "deleteseq" => s.kind = Kind::DeleteSeq,
+        "deleterandom" => s.kind = Kind::DeleteRandom,
+        "readwhilewriting" => s.kind = Kind::ReadWhileWriting,
+        "compact" => s.kind = Kind::Compact,
+        "crc32c" => s.kind = Kind::Crc32c,
+        "snappycomp" => s.kind = Kind::SnappyComp,
+        "snappyuncomp" => s.kind = Kind::SnappyUncomp,
+        "stats" => s.kind = Kind::Stats,
+        "sstables" => s.kind = Kind::Sstables,
+        other => bail!("unknown benchmark {other:?}"),
+    }
+    Ok(s)
+}
+
+/// What one thread did.
+struct ThreadStats {
+    ops: u64,
+    bytes: u64,
+    found: u64,
+    seconds: f64,
+    hist: Option<Histogram<u64>>,
+}
+
+/// Counters the interval monitor reads while threads run.
+#[derive(Default)]
+struct Live {
+    reads: AtomicU64,
+    writes: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// Runs benchmarks on one engine, keeping its database open between them.
+pub struct Runner<'a> {
+    flags: &'a Flags,
+    kind: &'a dyn EngineKind,
+    dir: PathBuf,
+    /// The settings every open uses.
+    pub settings: Settings,
+    engine: Option<Box<dyn Engine>>,
+    sink: u32,
+}
+
+impl<'a> Runner<'a> {
+    /// A runner for `kind` with its database in `dir`.
+    pub fn new(
+        flags: &'a Flags,
+        kind: &'a dyn EngineKind,
+        dir: PathBuf,
+        settings: Settings,
+    ) -> Self {
+        Runner {
+            flags,
+            kind,
+            dir,
+            settings,
+            engine: None,
+            sink: 0,
+        }
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    fn open(&mut self, fresh: bool) -> Result<()> {
+        if fresh {
+            self.engine = None;
+            if self.dir.exists() && !self.flags.use_existing_db {
+                std::fs::remove_dir_all(&self.dir)
+                    .with_context(|| format!("remove {}", self.dir.display()))?;
+            }
+        }
+        if self.engine.is_none() {
+            std::fs::create_dir_all(&self.dir)?;
+            self.engine = Some(self.kind.open(&self.dir, &self.settings)?);
+        }
+        Ok(())
+    }
+
+    /// Closes the database.
+    pub fn close(&mut self) {
+        self.engine = None;
+    }
+
+    /// Runs one benchmark. `None` for the ones that only print (stats, sstables).
+    pub fn run(&mut self, spec: &Spec) -> Result<Option<BenchResult>> {
+        let fresh = spec.fresh_db && !self.flags.use_existing_db;
+        match spec.kind {
+            Kind::Crc32c | Kind::SnappyComp | Kind::SnappyUncomp => {}
+            _ => self.open(fresh)?,
+        }
+        if matches!(spec.kind, Kind::Stats | Kind::Sstables) {
+            let e = self.engine.as_deref().context("no database open")?;
+            let text = if spec.kind == Kind::Stats {
+                e.stats()
+            } else {
+                e.sstables()
+            };
+            println!("{}", text.unwrap_or_else(|| "(no statistics)".into()));
+            return Ok(None);
+        }
+        if spec.batch > 1 && !self.kind.has_batches() {
+            bail!("{} has no atomic batches", self.kind.name());
+        }
+        accounting::reset_peak_rss();
+        let written_before = accounting::bytes_written();
+        let cpu_before = accounting::cpu_seconds();
+        let live = Live::default();
+        let started = Instant::now();
+        let (stats, series, writer) = std::thread::scope(|scope| -> Result<_> {
+            let monitor = (self.flags.stats_interval > 0.0).then(|| {
+                let live = &live;
+                let every = Duration::from_secs_f64(self.flags.stats_interval);
+                let name = spec.name.clone();
+                scope.spawn(move || monitor(live, every, &name))
+            });
+            let result = self.run_threads(spec, &live);
+            live.stop.store(true, Ordering::Release);
+            let series = monitor.and_then(|m| m.join().ok()).unwrap_or_default();
+            result.map(|(s, w)| (s, series, w))
+        })?;
+        let wall = started.elapsed().as_secs_f64();
+        self.finish(
+            spec,
+            stats,
+            series,
+            writer,
+            wall,
+            written_before,
+            cpu_before,
+        )
+        .map(Some)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn finish(
+        &mut self,
+        spec: &Spec,
+        stats: Vec<ThreadStats>,
+        series: Vec<Interval>,
+        writer: Option<f64>,
+        wall: f64,
+        written_before: u64,
+        cpu_before: f64,
+    ) -> Result<BenchResult> {
+        let ops: u64 = stats.iter().map(|s| s.ops).sum::<u64>().max(1);
+        let bytes: u64 = stats.iter().map(|s| s.bytes).sum();
+        let found: u64 = stats.iter().map(|s| s.found).sum();
+        let thread_seconds: f64 = stats.iter().map(|s| s.seconds).sum();
+        let mut hist: Option<Histogram<u64>> = None;
+        for s in stats {
+            if let Some(h) = s.hist {
+                match hist.as_mut() {
+                    Some(all) => all.add(&h).context("merge histograms")?,
+                    None => hist = Some(h),
+                }
+            }
+        }
+        let message = match spec.kind {
+            Kind::ReadRandom
+            | Kind::ReadHot
+            | Kind::ReadMissing
+            | Kind::SeekRandom
+            | Kind::ReadWhileWriting => {
+                let mut m = format!("({found} of {ops} found)");
+                if let Some(w) = writer {
+                    m.push_str(&format!(" (writer: {w:.0} writes/s)"));
+                }
+                m
+            }
+            _ => String::new(),
+        };
+        let written = accounting::bytes_written().saturating_sub(written_before);
+        let is_write = matches!(
+            spec.kind,
+            Kind::WriteSeq | Kind::WriteRandom | Kind::DeleteSeq | Kind::DeleteRandom
+        );
+        Ok(BenchResult {
+            name: spec.name.clone(),
+            row: spec.row.clone(),
+            ops,
+            bytes,
+            seconds: wall,
+            micros_per_op: thread_seconds * 1e6 / ops as f64,
+            ops_per_sec: ops as f64 / wall.max(1e-9),
+            mb_per_sec: (bytes > 0).then(|| bytes as f64 / 1_048_576.0 / wall.max(1e-9)),
+            message,
+            latency_us: hist.map(|h| Percentiles {
+                p50: h.value_at_quantile(0.5) as f64 / 1000.0,
+                p99: h.value_at_quantile(0.99) as f64 / 1000.0,
+                p999: h.value_at_quantile(0.999) as f64 / 1000.0,
+                max: h.max() as f64 / 1000.0,
+            }),
+            peak_rss_bytes: accounting::peak_rss(),
+            disk_bytes: accounting::disk_usage(&self.dir),
+            written_bytes: written,
+            write_amplification: (is_write && bytes > 0).then(|| written as f64 / bytes as f64),
+            cpu_seconds: accounting::cpu_seconds() - cpu_before,
+            series,
+            writer_ops_per_sec: writer,
+        })
+    }
+
+    fn run_threads(&mut self, spec: &Spec, live: &Live) -> Result<(Vec<ThreadStats>, Option<f64>)> {
+        let flags = self.flags;
+        match spec.kind {
+            Kind::Compact => {
+                let e = self.engine.as_deref().context("no database open")?;
+                let t = Instant::now();
+                e.compact()?;
+                let seconds = t.elapsed().as_secs_f64();
+                return Ok((
+                    vec![ThreadStats {
+                        ops: 1,
+                        bytes: 0,
+                        found: 0,
+                        seconds,
+                        hist: None,
+                    }],
+                    None,
+                ));
+            }
+            Kind::Crc32c | Kind::SnappyComp | Kind::SnappyUncomp => {
+                let s = codec_bench(spec.kind, flags, &mut self.sink)?;
+                return Ok((vec![s], None));
+            }
+            _ => {}
+        }
+        let engine = self.engine.as_deref().context("no database open")?;
+        let readers_done = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let writer = (spec.kind == Kind::ReadWhileWriting).then(|| {
+                let readers_done = &readers_done;
+                scope.spawn(move || background_writer(engine, spec, flags, live, readers_done))
+            });
+            let handles: Vec<_> = (0..spec.threads)
+                .map(|t| scope.spawn(move || thread_body(engine, spec, flags, t, live)))
+                .collect();
+            let mut stats = Vec::new();
+            let mut first_err = None;
+            for h in handles {
+                match h.join() {
+                    Ok(Ok(s)) => stats.push(s),
+                    Ok(Err(e)) => {
+                        first_err.get_or_insert(e);
+                    }
+                    Err(_) => {
+                        first_err.get_or_insert(anyhow::anyhow!("a benchmark thread panicked"));
+                    }
+                }
+            }
+            readers_done.store(true, Ordering::Release);
+            let writer_rate = match writer.map(|w| w.join()) {
+                Some(Ok(Ok(rate))) => Some(rate),
+                Some(Ok(Err(e))) => {
+                    first_err.get_or_insert(e);
+                    None
+                }
+                Some(Err(_)) => {
+                    first_err.get_or_insert(anyhow::anyhow!("the writer thread panicked"));
+                    None
+                }
+                None => None,
+            };
+            match first_err {
+                Some(e) => Err(e),
+                None => Ok((stats, writer_rate)),
+            }
+        })
+    }
+
+    /// The value a benchmark's reads fold into, so no read can be optimised away.
+    pub fn sink(&self) -> u32 {
+        self.sink
+    }
+}
+
+fn new_hist(flags: &Flags) -> Result<Option<Histogram<u64>>> {
+    if !flags.histogram {
+        return Ok(None);
+    }
+    Ok(Some(
+        Histogram::new_with_bounds(1, 3_600_000_000_000, 3).context("histogram")?,
+    ))
+}
+
+/// Loops `body` for `count` operations, or for `--duration` seconds, timing each.
+fn timed_loop(
+    flags: &Flags,
+    count: u64,
+    hist: &mut Option<Histogram<u64>>,
+    mut body: impl FnMut(u64) -> Result<()>,
+) -> Result<(u64, f64)> {
+    let started = Instant::now();
+    let deadline =
+        (flags.duration > 0.0).then(|| started + Duration::from_secs_f64(flags.duration));
+    let mut i = 0u64;
+    loop {
+        if let Some(d) = deadline {
+            if i.is_multiple_of(64) && Instant::now() >= d {
+                break;
+            }
+        } else if i >= count {
+            break;
+        }
+        match hist.as_mut() {
+            Some(h) => {
+                let t = Instant::now();
+                body(i)?;
+                let _ = h.record(t.elapsed().as_nanos().max(1) as u64);
+            }
+            None => body(i)?,
+        }
+        i += 1;
+    }
+    Ok((i, started.elapsed().as_secs_f64()))
+}
+
+fn thread_body(
+    engine: &dyn Engine,
+    spec: &Spec,
+    flags: &Flags,
+    t: usize,
+    live: &Live,
+) -> Result<ThreadStats> {
+    let mut rng = Rng::new(flags.seed.wrapping_add(1000 + t as u64));
+    let mut values = ValueGenerator::new(flags.compression_ratio, 301);
+    let mut hist = new_hist(flags)?;
+    let mut k = Vec::with_capacity(KEY_SIZE + 1);
+    let mut out = Vec::new();
+    let (mut bytes, mut found, mut sink) = (0u64, 0u64, 0u32);
+    let mut limiter =
+        (flags.writes_per_second > 0).then(|| RateLimiter::new(flags.writes_per_second));
+    let (ops, seconds) = match spec.kind {
+        Kind::WriteSeq | Kind::WriteRandom => {
+            let batches = spec.num.div_ceil(spec.batch as u64);
+            let (n, s) = timed_loop(flags, batches, &mut hist, |b| {
+                let first = b * spec.batch as u64;
+                let keyno = |j: u64, rng: &mut Rng| {
+                    if spec.kind == Kind::WriteSeq {
+                        first + j
+                    } else {
+                        rng.uniform(spec.num)
+                    }
+                };
+                if spec.batch == 1 {
+                    if let Some(l) = limiter.as_mut() {
+                        l.acquire();
+                    }
+                    key(keyno(0, &mut rng), &mut k);
+                    let v = values.generate(spec.value_size);
+                    engine.put(&k, &v, spec.sync)?;
+                } else {
+                    let ops: Vec<BatchOp> = (0..spec.batch as u64)
+                        .map(|j| {
+                            let mut kk = Vec::new();
+                            key(keyno(j, &mut rng), &mut kk);
+                            (kk, Some(values.generate(spec.value_size)))
+                        })
+                        .collect();
+                    engine.write_batch(&ops, spec.sync)?;
+                }
+                bytes += ((spec.value_size + KEY_SIZE) * spec.batch) as u64;
+                live.writes.fetch_add(spec.batch as u64, Ordering::Relaxed);
+                Ok(())
+            })?;
+            (n * spec.batch as u64, s)
+        }
+        Kind::DeleteSeq | Kind::DeleteRandom => timed_loop(flags, spec.num, &mut hist, |i| {
+            let n = if spec.kind == Kind::DeleteSeq {
+                i
+            } else {
+                rng.uniform(spec.num)
+            };
+            key(n, &mut k);
+            engine.delete(&k, spec.sync)?;
+            live.writes.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })?,
+        Kind::ReadSeq | Kind::ReadReverse => {
+            let started = Instant::now();
+            let n = engine.scan(
+                spec.kind == Kind::ReadReverse,
+                spec.reads as usize,
+                &mut |kk, v| {
+                    bytes += (kk.len() + v.len()) as u64;
+                    sink = sink.wrapping_add(strata::checksum::crc32c(v));
+                },
+            )? as u64;
+            live.reads.fetch_add(n, Ordering::Relaxed);
+            (n, started.elapsed().as_secs_f64())
+        }
+        Kind::ReadRandom | Kind::ReadMissing | Kind::ReadHot | Kind::ReadWhileWriting => {
+            let range = if spec.kind == Kind::ReadHot {
+                spec.num.div_ceil(100)
+            } else {
+                spec.num
+            };
+            timed_loop(flags, spec.reads, &mut hist, |_| {
+                key(rng.uniform(range), &mut k);
+                if spec.kind == Kind::ReadMissing {
+                    k.push(b'.');
+                }
+                if engine.get(&k, &mut out)? {
+                    found += 1;
+                    bytes += (k.len() + out.len()) as u64;
+                    sink = sink.wrapping_add(strata::checksum::crc32c(&out));
+                }
+                live.reads.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            })?
+        }
+        Kind::SeekRandom => timed_loop(flags, spec.reads, &mut hist, |_| {
+            key(rng.uniform(spec.num), &mut k);
+            if let Some(got) = engine.seek(&k)? {
+                if got == k {
+                    found += 1;
+                }
+                sink = sink.wrapping_add(strata::checksum::crc32c(&got));
+            }
+            live.reads.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })?,
+        _ => bail!("{} is not a per-thread benchmark", spec.name),
+    };
+    std::hint::black_box(sink);
+    Ok(ThreadStats {
+        ops,
+        bytes,
+        found,
+        seconds,
+        hist,
+    })
+}
+
+/// The one writer of readwhilewriting: random puts until the readers are done.
+fn background_writer(
+    engine: &dyn Engine,
+    spec: &Spec,
+    flags: &Flags,
+    live: &Live,
+    readers_done: &AtomicBool,
+) -> Result<f64> {
+    let mut rng = Rng::new(flags.seed.wrapping_add(999));
+    let mut values = ValueGenerator::new(flags.compression_ratio, 302);
+    let mut limiter =
+        (flags.writes_per_second > 0).then(|| RateLimiter::new(flags.writes_per_second));
+    let mut k = Vec::with_capacity(KEY_SIZE);
+    let started = Instant::now();
+    let mut n = 0u64;
+    while !readers_done.load(Ordering::Acquire) {
+        if let Some(l) = limiter.as_mut() {
+            l.acquire();
+        }
+        key(rng.uniform(spec.num), &mut k);
+        engine.put(&k, &values.generate(spec.value_size), false)?;
+        live.writes.fetch_add(1, Ordering::Relaxed);
+        n += 1;
+    }
+    Ok(n as f64 / started.elapsed().as_secs_f64().max(1e-9))
+}
+
+/// Prints and keeps throughput per interval until told to stop.
+fn monitor(live: &Live, every: Duration, name: &str) -> Vec<Interval> {
+    let started = Instant::now();
+    let mut series = Vec::new();
+    let (mut last_r, mut last_w, mut last_t) = (0u64, 0u64, 0.0f64);
+    while !live.stop.load(Ordering::Acquire) {
+        let step = Duration::from_millis(20).min(every);
+        std::thread::sleep(step);
+        let t = started.elapsed().as_secs_f64();
+        if t - last_t + 1e-9 < every.as_secs_f64() {
+            continue;
+        }
+        let (r, w) = (
+            live.reads.load(Ordering::Relaxed),
+            live.writes.load(Ordering::Relaxed),
+        );
+        let dt = t - last_t;
+        let i = Interval {
+            at: t,
+            reads_per_sec: (r - last_r) as f64 / dt,
+            writes_per_sec: (w - last_w) as f64 / dt,
+        };
+        eprintln!(
+            "{name} ... {:>7.1} s: {:>10.0} reads/s {:>10.0} writes/s",
+            t, i.reads_per_sec, i.writes_per_sec
+        );
+        series.push(i);
+        (last_r, last_w, last_t) = (r, w, t);
+    }
+    series
+}
+
+/// crc32c, snappycomp and snappyuncomp: 4 KiB blocks until a fixed volume is done.
+fn codec_bench(kind: Kind, flags: &Flags, sink: &mut u32) -> Result<ThreadStats> {
+    let mut values = ValueGenerator::new(flags.compression_ratio, 301);
+    let block = values.generate(4096);
+    let compressed = snap::raw::Encoder::new().compress_vec(&block)?;
+    let volume: u64 = match kind {
+        Kind::Crc32c => 500 << 20,
+        _ => 1 << 30,
+    };
+    let mut encoder = snap::raw::Encoder::new();
+    let mut decoder = snap::raw::Decoder::new();
+    let mut out = vec![0u8; snap::raw::max_compress_len(block.len()).max(block.len())];
+    let started = Instant::now();
+    let (mut bytes, mut ops) = (0u64, 0u64);
+    while bytes < volume {
+        match kind {
+            Kind::Crc32c => *sink = sink.wrapping_add(strata::checksum::crc32c(&block)),
+            Kind::SnappyComp => {
+                *sink = sink.wrapping_add(encoder.compress(&block, &mut out)? as u32)
+            }
+            _ => *sink = sink.wrapping_add(decoder.decompress(&compressed, &mut out)? as u32),
+        }
+        bytes += block.len() as u64;
+        ops += 1;
+    }
+    Ok(ThreadStats {
+        ops,
+        bytes,
+        found: 0,
+        seconds: started.elapsed().as_secs_f64(),
+        hist: None,
+    })
+}

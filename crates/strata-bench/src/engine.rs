@@ -1,0 +1,190 @@
+//! The engine seam: the thinnest layer that lets every engine run the same workloads.
+
+use std::path::Path;
+
+use anyhow::Result;
+
+/// How an engine is opened: memory budget, file layout, durability.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Settings {
+    /// Block or page cache in bytes.
+    pub cache_size: usize,
+    /// Write buffer (memtable) in bytes.
+    pub write_buffer_size: usize,
+    /// Target table file size.
+    pub max_file_size: usize,
+    /// Data block size.
+    pub block_size: usize,
+    /// Bloom filter bits per key (`None`: no filter).
+    pub bloom_bits: Option<usize>,
+    /// Files kept open.
+    pub open_files: usize,
+    /// Block compression on.
+    pub compression: bool,
+}
+
+/// One write of a batch: a put (`Some(value)`) or a delete.
+pub type BatchOp = (Vec<u8>, Option<Vec<u8>>);
+
+/// An open database, shared by the benchmark's threads.
+pub trait Engine: Send + Sync {
+    /// Sets `key` to `value`.
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()>;
+    /// Reads `key` into `out`; false if absent.
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Removes `key`.
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()>;
+    /// Applies `ops` atomically (engines without batches return an error).
+    fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()>;
+    /// Visits up to `limit` entries in key order (or reverse); returns how many.
+    fn scan(
+        &self,
+        reverse: bool,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize>;
+    /// The first key at or after `key`, if any.
+    fn seek(&self, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Compacts everything.
+    fn compact(&self) -> Result<()>;
+    /// The engine's own statistics, if it has any.
+    fn stats(&self) -> Option<String>;
+    /// The engine's table listing, if it has one.
+    fn sstables(&self) -> Option<String>;
+}
+
+/// Opens engines of one kind.
+pub trait EngineKind: Sync {
+    /// The name used on the command line and in reports.
+    fn name(&self) -> &'static str;
+    /// The engine's version, for the report.
+    fn version(&self) -> String;
+    /// Opens (creating it if needed) the database in `dir`.
+    fn open(&self, dir: &Path, settings: &Settings) -> Result<Box<dyn Engine>>;
+    /// True if the engine can apply batches atomically.
+    fn has_batches(&self) -> bool {
+        true
+    }
+}
+
+/// Strata itself.
+pub mod strata_engine {
+    use std::path::Path;
+
+    use anyhow::{Context, Result};
+    use strata::sstable::Compression;
+    use strata::{Db, Options, WriteBatch, WriteOptions};
+
+    use super::{BatchOp, Engine, EngineKind, Settings};
+
+    /// Opens Strata databases.
+    #[derive(Debug)]
+    pub struct StrataKind;
+
+    struct StrataEngine {
+        db: Db,
+    }
+
+    impl EngineKind for StrataKind {
+        fn name(&self) -> &'static str {
+            "strata"
+        }
+        fn version(&self) -> String {
+            env!("CARGO_PKG_VERSION").to_string()
+        }
+        fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
+            let options = Options {
+                create_if_missing: true,
+                write_buffer_size: s.write_buffer_size,
+                max_file_size: s.max_file_size,
+                block_size: s.block_size,
+                max_open_files: s.open_files,
+                bloom_bits_per_key: s.bloom_bits,
+                compression: if s.compression {
+                    Compression::Snappy
+                } else {
+                    Compression::None
+                },
+                block_cache: Some(strata::cache::BlockCache::new(s.cache_size)),
+                ..Options::default()
+            };
+            let db = Db::open(dir, options)
+                .with_context(|| format!("open Strata at {}", dir.display()))?;
+            Ok(Box::new(StrataEngine { db }))
+        }
+    }
+
+    fn wo(sync: bool) -> WriteOptions {
+        WriteOptions { sync }
+    }
+
+    impl Engine for StrataEngine {
+        fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+            Ok(self.db.put_opt(key, value, &wo(sync))?)
+        }
+        fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+            match self.db.get(key)? {
+                Some(v) => {
+                    *out = v;
+                    Ok(true)
+                }
+                None => Ok(false),
+            }
+        }
+        fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+            Ok(self.db.delete_opt(key, &wo(sync))?)
+        }
+        fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
+            let mut b = WriteBatch::new();
+            for (k, v) in ops {
+                match v {
+                    Some(v) => b.put(k, v),
+                    None => b.delete(k),
+                }
+            }
+            Ok(self.db.write_opt(b, &wo(sync))?)
+        }
+        fn scan(
+            &self,
+            reverse: bool,
+            limit: usize,
+            visit: &mut dyn FnMut(&[u8], &[u8]),
+        ) -> Result<usize> {
+            let mut it = self.db.raw_iterator();
+            if reverse {
+                it.seek_to_last();
+            } else {
+                it.seek_to_first();
+            }
+            let mut n = 0;
+            while it.valid() && n < limit {
+                visit(it.key(), it.value());
+                n += 1;
+                if reverse {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+            }
+            it.status()?;
+            Ok(n)
+        }
+        fn seek(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+            let mut it = self.db.raw_iterator();
+            it.seek(key);
+            it.status()?;
+            Ok(it.valid().then(|| it.key().to_vec()))
+        }
+        fn compact(&self) -> Result<()> {
+            Ok(self.db.compact_range(None, None)?)
+        }
+        fn stats(&self) -> Option<String> {
+            let mut s = self.db.property("leveldb.stats")?;
+            s.push_str(&self.db.property("strata.stats")?);
+            Some(s)
+        }
+        fn sstables(&self) -> Option<String> {
+            self.db.property("leveldb.sstables")
+        }
+    }
+}

@@ -1,0 +1,151 @@
+//! Command-line flags, spelled as db_bench spells them (`--value_size=100`).
+
+use std::path::PathBuf;
+
+use clap::Parser;
+
+/// db_bench's default benchmark list.
+pub const DEFAULT_BENCHMARKS: &str = "fillseq,fillsync,fillrandom,overwrite,readrandom,readrandom,readseq,readreverse,compact,readrandom,readseq,readreverse,fill100K,crc32c,snappycomp,snappyuncomp";
+
+fn parse_bool(s: &str) -> Result<bool, String> {
+    match s {
+        "1" | "true" | "yes" | "on" => Ok(true),
+        "0" | "false" | "no" | "off" => Ok(false),
+        other => Err(format!("expected 0/1/true/false, got {other:?}")),
+    }
+}
+
+/// strata-bench: LevelDB's db_bench workloads on Strata (and, with peers built in, on
+/// other engines), with latency histograms, resource accounting and JSON results.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "strata-bench", version, about, long_about = None)]
+pub struct Flags {
+    /// Comma-separated benchmarks, run in order.
+    #[arg(long, default_value = DEFAULT_BENCHMARKS)]
+    pub benchmarks: String,
+    /// Number of entries.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub num: u64,
+    /// Number of reads (negative: --num).
+    #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
+    pub reads: i64,
+    /// Concurrent threads (for readwhilewriting: readers, plus one writer).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Value size in bytes.
+    #[arg(long = "value_size", default_value_t = 100)]
+    pub value_size: usize,
+    /// How much values compress: 0.5 means to about half.
+    #[arg(long = "compression_ratio", default_value_t = 0.5)]
+    pub compression_ratio: f64,
+    /// Print latency percentiles.
+    #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub histogram: bool,
+    /// Reuse the database in --db instead of starting fresh.
+    #[arg(long = "use_existing_db", default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub use_existing_db: bool,
+    /// Database directory (default: a fresh directory in the system temp dir, removed at
+    /// the end unless --use_existing_db).
+    #[arg(long)]
+    pub db: Option<PathBuf>,
+    /// Write buffer (memtable) size in bytes.
+    #[arg(long = "write_buffer_size", default_value_t = 4 << 20)]
+    pub write_buffer_size: usize,
+    /// Target table file size in bytes.
+    #[arg(long = "max_file_size", default_value_t = 2 << 20)]
+    pub max_file_size: usize,
+    /// Data block size in bytes.
+    #[arg(long = "block_size", default_value_t = 4096)]
+    pub block_size: usize,
+    /// Block cache size in bytes.
+    #[arg(long = "cache_size", default_value_t = 8 << 20)]
+    pub cache_size: usize,
+    /// Bloom filter bits per key (negative: no filter).
+    #[arg(long = "bloom_bits", default_value_t = -1, allow_hyphen_values = true)]
+    pub bloom_bits: i64,
+    /// Table files kept open.
+    #[arg(long = "open_files", default_value_t = 1000)]
+    pub open_files: usize,
+    /// Block compression (Snappy).
+    #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub compression: bool,
+    /// Seconds between throughput reports (0: none). The series goes into --json.
+    #[arg(long = "stats_interval", default_value_t = 0.0)]
+    pub stats_interval: f64,
+    /// Writer rate limit for writes and readwhilewriting (0: unlimited).
+    #[arg(long = "writes_per_second", default_value_t = 0)]
+    pub writes_per_second: u64,
+    /// Run each benchmark for this many seconds instead of --num operations (0: off).
+    #[arg(long, default_value_t = 0.0)]
+    pub duration: f64,
+    /// Seed of the random key orders (identical for every engine).
+    #[arg(long, default_value_t = 301)]
+    pub seed: u64,
+    /// Write every figure, the settings and the machine to this JSON file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Run a preset suite instead of --benchmarks: baseline, readwhilewriting,
+    /// value-sizes, scale.
+    #[arg(long)]
+    pub suite: Option<String>,
+    /// Engines to run, comma-separated (`all` for every engine built in).
+    #[arg(long, default_value = "strata")]
+    pub engines: String,
+}
+
+impl Flags {
+    /// The number of reads.
+    pub fn reads(&self) -> u64 {
+        if self.reads < 0 {
+            self.num
+        } else {
+            self.reads as u64
+        }
+    }
+
+    /// Bloom bits per key, if any.
+    pub fn bloom(&self) -> Option<usize> {
+        (self.bloom_bits >= 0).then_some(self.bloom_bits as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn db_bench_spellings_parse() {
+        let f = Flags::try_parse_from([
+            "strata-bench",
+            "--benchmarks=fillseq,readrandom",
+            "--num=1000",
+            "--value_size=200",
+            "--histogram=1",
+            "--bloom_bits=10",
+            "--compression=0",
+            "--reads=50",
+        ])
+        .unwrap();
+        assert_eq!(f.benchmarks, "fillseq,readrandom");
+        assert_eq!((f.num, f.value_size, f.reads()), (1000, 200, 50));
+        assert!(f.histogram && !f.compression);
+        assert_eq!(f.bloom(), Some(10));
+        let d = Flags::try_parse_from(["strata-bench", "--histogram"]).unwrap();
+        assert!(d.histogram);
+        assert_eq!(d.reads(), d.num);
+        assert_eq!(d.bloom(), None);
+    }
+
+    #[test]
+    fn bad_flags_give_usage() {
+        for bad in [
+            vec!["strata-bench", "--num=lots"],
+            vec!["strata-bench", "--no_such_flag=1"],
+            vec!["strata-bench", "--histogram=maybe"],
+        ] {
+            let err = Flags::try_parse_from(bad).unwrap_err();
+            let text = err.render().to_string();
+            assert!(text.contains("Usage") || text.contains("usage"), "{text}");
+        }
+    }
+}

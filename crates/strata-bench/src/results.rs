@@ -1,0 +1,170 @@
+//! What a run produces: one line per benchmark in db_bench's format, and the same
+//! figures (and more) as JSON.
+
+use serde::Serialize;
+
+use crate::accounting::Machine;
+use crate::engine::Settings;
+
+/// Latency percentiles in microseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Percentiles {
+    /// Median.
+    pub p50: f64,
+    /// 99th percentile.
+    pub p99: f64,
+    /// 99.9th percentile.
+    pub p999: f64,
+    /// Largest.
+    pub max: f64,
+}
+
+/// One interval of a `--stats_interval` series.
+#[derive(Debug, Clone, Serialize)]
+pub struct Interval {
+    /// Seconds since the benchmark started, at the end of the interval.
+    pub at: f64,
+    /// Reads per second during the interval.
+    pub reads_per_sec: f64,
+    /// Writes per second during the interval.
+    pub writes_per_sec: f64,
+}
+
+/// Every figure of one benchmark.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchResult {
+    /// The benchmark's name (`fillseq`, ...).
+    pub name: String,
+    /// A label for the suite row (empty outside suites).
+    pub row: String,
+    /// Operations done (all threads).
+    pub ops: u64,
+    /// Bytes of user data handled.
+    pub bytes: u64,
+    /// Wall-clock seconds of the timed part.
+    pub seconds: f64,
+    /// db_bench's figure: thread-seconds per operation, in microseconds.
+    pub micros_per_op: f64,
+    /// Operations per second (wall clock).
+    pub ops_per_sec: f64,
+    /// User megabytes per second (wall clock), if the benchmark moves data.
+    pub mb_per_sec: Option<f64>,
+    /// Extra words db_bench prints, such as `(632 of 1000 found)`.
+    pub message: String,
+    /// Latency percentiles, with `--histogram`.
+    pub latency_us: Option<Percentiles>,
+    /// Peak resident memory during the benchmark.
+    pub peak_rss_bytes: u64,
+    /// Bytes in the database directory at the end.
+    pub disk_bytes: u64,
+    /// Bytes the process wrote (WAL, tables, manifests) during the benchmark.
+    pub written_bytes: u64,
+    /// `written_bytes / bytes` for write benchmarks.
+    pub write_amplification: Option<f64>,
+    /// CPU seconds (user + system) used.
+    pub cpu_seconds: f64,
+    /// Throughput per interval, with `--stats_interval`.
+    pub series: Vec<Interval>,
+    /// Writes done by the background writer (readwhilewriting).
+    pub writer_ops_per_sec: Option<f64>,
+}
+
+impl BenchResult {
+    /// The db_bench result line.
+    pub fn line(&self) -> String {
+        let mut extra = String::new();
+        if let Some(mb) = self.mb_per_sec {
+            extra.push_str(&format!("{mb:6.1} MB/s"));
+        }
+        if !self.message.is_empty() {
+            if !extra.is_empty() {
+                extra.push(' ');
+            }
+            extra.push_str(&self.message);
+        }
+        format!(
+            "{:<12} : {:>11.3} micros/op;{}{}",
+            self.name,
+            self.micros_per_op,
+            if extra.is_empty() { "" } else { " " },
+            extra
+        )
+    }
+}
+
+/// One engine's run of a list of benchmarks.
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineRun {
+    /// The engine's name.
+    pub engine: String,
+    /// The engine's version.
+    pub engine_version: String,
+    /// Its settings.
+    pub settings: Settings,
+    /// The results, in order.
+    pub results: Vec<BenchResult>,
+}
+
+/// Everything a run of the tool produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct Document {
+    /// `strata-bench`.
+    pub tool: String,
+    /// The tool's version.
+    pub version: String,
+    /// When the run started (seconds since the Unix epoch).
+    pub started_unix: u64,
+    /// The suite, if one was run.
+    pub suite: Option<String>,
+    /// The command line.
+    pub args: Vec<String>,
+    /// The machine.
+    pub machine: Machine,
+    /// Whether the OS page cache was dropped between benchmarks (it is not: say so).
+    pub page_cache: String,
+    /// One entry per engine (and repeat).
+    pub runs: Vec<EngineRun>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn result(name: &str, micros: f64, mb: Option<f64>, message: &str) -> BenchResult {
+        BenchResult {
+            name: name.into(),
+            row: String::new(),
+            ops: 1,
+            bytes: 0,
+            seconds: 0.0,
+            micros_per_op: micros,
+            ops_per_sec: 0.0,
+            mb_per_sec: mb,
+            message: message.into(),
+            latency_us: None,
+            peak_rss_bytes: 0,
+            disk_bytes: 0,
+            written_bytes: 0,
+            write_amplification: None,
+            cpu_seconds: 0.0,
+            series: Vec::new(),
+            writer_ops_per_sec: None,
+        }
+    }
+
+    #[test]
+    fn lines_match_db_bench() {
+        assert_eq!(
+            result("fillseq", 2.134, Some(51.8), "").line(),
+            "fillseq      :       2.134 micros/op;   51.8 MB/s"
+        );
+        assert_eq!(
+            result("readrandom", 6.0, None, "(632 of 1000 found)").line(),
+            "readrandom   :       6.000 micros/op; (632 of 1000 found)"
+        );
+        assert_eq!(
+            result("compact", 1500.0, None, "").line(),
+            "compact      :    1500.000 micros/op;"
+        );
+    }
+}

@@ -1,0 +1,232 @@
+//! Preset suites: the rows of each benchmark page, with their settings.
+
+use anyhow::{Result, bail};
+
+use crate::bench::{Spec, spec};
+use crate::flags::Flags;
+
+/// A group of benchmarks run in order on one database with one set of flags.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// What the group stands for (a section of the page).
+    pub label: String,
+    /// The flags it runs with.
+    pub flags: Flags,
+    /// The benchmarks.
+    pub specs: Vec<Spec>,
+}
+
+fn group(
+    label: &str,
+    flags: &Flags,
+    rows: &[(&str, &str)],
+    edit: impl Fn(&mut Flags),
+) -> Result<Group> {
+    let mut f = flags.clone();
+    edit(&mut f);
+    let mut specs = Vec::new();
+    for (row, name) in rows {
+        let mut s = spec(name, &f)?;
+        s.row = (*row).to_string();
+        if *name == "fillsync" {
+            // The LevelDB page measured 10,000 synced writes.
+            s.num = 10_000.min(f.num);
+        }
+        specs.push(s);
+    }
+    Ok(Group {
+        label: label.to_string(),
+        flags: f,
+        specs,
+    })
+}
+
+/// The groups of `--benchmarks` (one group) or of a suite.
+pub fn groups(flags: &Flags) -> Result<Vec<Group>> {
+    let Some(suite) = flags.suite.as_deref() else {
+        let specs = flags
+            .benchmarks
+            .split(',')
+            .filter(|s| !s.is_empty())
+            .map(|name| spec(name, flags))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(vec![Group {
+            label: String::new(),
+            flags: flags.clone(),
+            specs,
+        }]);
+    };
+    match suite {
+        "baseline" => baseline(flags),
+        "readwhilewriting" => read_while_writing(flags),
+        "value-sizes" => value_sizes(flags),
+        "scale" => scale(flags),
+        other => bail!("unknown suite {other:?} (baseline, readwhilewriting, value-sizes, scale)"),
+    }
+}
+
+/// The LevelDB page: sections 1, 2A-2E, 3A-3B. 4 MB of memory (4 MB write buffer and
+/// 4 MB cache, as the peers were measured here), 100-byte values compressible to half.
+fn baseline(flags: &Flags) -> Result<Vec<Group>> {
+    let mem4 = |f: &mut Flags| {
+        f.write_buffer_size = 4 << 20;
+        f.cache_size = 4 << 20;
+    };
+    Ok(vec![
+        group(
+            "1, 2A-2C: baseline",
+            flags,
+            &[
+                ("1C", "fillseq"),
+                ("2C", "fillsync"),
+                ("1D", "fillrandom"),
+                ("1D", "overwrite"),
+                ("1B", "readrandom"),
+                ("1A", "readseq"),
+                ("1A", "readreverse"),
+                ("", "compact"),
+                ("1B", "readrandom"),
+                ("1A", "readseq"),
+                ("1A", "readreverse"),
+                ("2A", "fill100K"),
+                ("2B", "fillbatch"),
+                ("2B", "fillrandbatch"),
+            ],
+            mem4,
+        )?,
+        group(
+            "2D: compression off",
+            flags,
+            &[("2D", "fillseq"), ("2D", "fillrandom")],
+            |f| {
+                mem4(f);
+                f.compression = false;
+            },
+        )?,
+        group(
+            "2E: 128 MB memory (120 MB write buffer)",
+            flags,
+            &[("2E", "fillseq"), ("2E", "fillrandom")],
+            |f| {
+                f.write_buffer_size = 120 << 20;
+                f.cache_size = 8 << 20;
+            },
+        )?,
+        group(
+            "3A: 128 MB memory (120 MB cache)",
+            flags,
+            &[
+                ("", "fillrandom"),
+                ("", "compact"),
+                ("3A", "readrandom"),
+                ("3A", "readseq"),
+            ],
+            |f| {
+                f.write_buffer_size = 4 << 20;
+                f.cache_size = 120 << 20;
+            },
+        )?,
+        group(
+            "3B: compression off, reads",
+            flags,
+            &[
+                ("", "fillrandom"),
+                ("", "compact"),
+                ("3B", "readrandom"),
+                ("3B", "readseq"),
+            ],
+            |f| {
+                mem4(f);
+                f.compression = false;
+            },
+        )?,
+    ])
+}
+
+/// WiredTiger's page: a batched sequential load, then phases of one writer and 1, 4, 16,
+/// 32 readers, rate-limited to 30,000 writes/s and unlimited. Sizes come from --num and
+/// --duration (default 10 s a phase) so it fits the machine.
+fn read_while_writing(flags: &Flags) -> Result<Vec<Group>> {
+    let mut out = vec![group("load", flags, &[("load", "fillseqbatch")], |_| {})?];
+    for rate in [30_000u64, 0] {
+        for readers in [1usize, 4, 16, 32] {
+            let label = format!(
+                "{readers} readers, writer {}",
+                if rate == 0 {
+                    "unlimited".to_string()
+                } else {
+                    format!("{rate}/s")
+                }
+            );
+            let mut g = group(
+                &label,
+                flags,
+                &[(&label.clone(), "readwhilewriting")],
+                |f| {
+                    f.threads = readers;
+                    f.writes_per_second = rate;
+                    if f.duration <= 0.0 {
+                        f.duration = 10.0;
+                    }
+                    if f.stats_interval <= 0.0 {
+                        f.stats_interval = 1.0;
+                    }
+                    f.use_existing_db = true;
+                },
+            )?;
+            g.specs[0].name = "readwhilewriting".into();
+            out.push(g);
+        }
+    }
+    Ok(out)
+}
+
+/// KingDB's sweep: value sizes from 100 B to 1 MB, about 100 MB of data each.
+fn value_sizes(flags: &Flags) -> Result<Vec<Group>> {
+    let mut out = Vec::new();
+    for size in [100usize, 1024, 100 << 10, 256 << 10, 512 << 10, 1 << 20] {
+        let label = format!("value size {size}");
+        out.push(group(
+            &label,
+            flags,
+            &[
+                (&label.clone(), "fillseq"),
+                (&label.clone(), "fillrandom"),
+                (&label.clone(), "overwrite"),
+                (&label.clone(), "readrandom"),
+                (&label.clone(), "readseq"),
+                ("", "compact"),
+                (&label.clone(), "readrandom"),
+                (&label.clone(), "readseq"),
+            ],
+            |f| {
+                f.value_size = size;
+                f.num = f.num.min(((100u64 << 20) / size as u64).max(100));
+                f.write_buffer_size = 4 << 20;
+            },
+        )?);
+    }
+    Ok(out)
+}
+
+/// The scale page: --num entries, a 256 MB write buffer, no compression, 32 MB tables.
+fn scale(flags: &Flags) -> Result<Vec<Group>> {
+    Ok(vec![group(
+        &format!("scale {}", flags.num),
+        flags,
+        &[
+            ("scale", "fillseq"),
+            ("scale", "fillrandom"),
+            ("scale", "overwrite"),
+            ("scale", "readrandom"),
+            ("", "compact"),
+            ("scale", "readrandom"),
+            ("scale", "readseq"),
+        ],
+        |f| {
+            f.write_buffer_size = 256 << 20;
+            f.compression = false;
+            f.max_file_size = 32 << 20;
+        },
+    )?])
+}
