@@ -199,13 +199,14 @@ fn run(flags: &Flags) -> Result<()> {
 fn main() -> ExitCode {
     let flags = match Flags::try_parse() {
         Ok(f) => f,
+        Err(e) if e.use_stderr() => {
+            eprint!("{}", flags::parse_error_message(&e));
+            return ExitCode::from(2);
+        }
         Err(e) => {
+            // --help and --version.
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            };
+            return ExitCode::SUCCESS;
         }
     };
     match run(&flags) {
