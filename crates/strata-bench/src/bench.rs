@@ -304,7 +304,7 @@ impl<'a> Runner<'a> {
             ops_per_sec: ops as f64 / wall.max(1e-9),
             mb_per_sec: (bytes > 0).then(|| bytes as f64 / 1_048_576.0 / wall.max(1e-9)),
             message,
-            latency_us: hist.filter(|h| h.len() > 0).map(|h| Percentiles {
+            latency_us: hist.filter(|h| !h.is_empty()).map(|h| Percentiles {
                 p50: h.value_at_quantile(0.5) as f64 / 1000.0,
                 p99: h.value_at_quantile(0.99) as f64 / 1000.0,
                 p999: h.value_at_quantile(0.999) as f64 / 1000.0,
