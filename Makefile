@@ -3,19 +3,23 @@
 
 CARGO ?= cargo
 
-.PHONY: test bench deps fmt lint unit fuzz-build clean
+.PHONY: test bench bench-micro deps fmt fuzz-build clean
 
 test: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
 
-# The db_bench suite (strata-bench) is not built yet; until it is, `make bench` runs the
-# format layer's micro-benchmarks and says so.
+# The main job: LevelDB's benchmark page (the baseline suite) on every engine built into
+# strata-bench, results in bench-report/. Peers join as they are built (see README).
 bench: deps
-	@echo "strata-bench (db_bench workloads on Strata and its peers) is not built yet."
-	@echo "Running the format layer's micro-benchmarks instead (criterion):"
-	$(CARGO) bench -p strata --bench formats
+	$(CARGO) build --release -p strata-bench
+	mkdir -p bench-report
+	./target/release/strata-bench --suite baseline --engines=all --json bench-report/baseline.json | tee bench-report/baseline.txt
+
+# Criterion micro-benchmarks of the engine's parts.
+bench-micro: deps
+	$(CARGO) bench -p strata
 
 deps:
 	@scripts/install-deps.sh

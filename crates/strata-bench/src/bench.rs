@@ -304,12 +304,7 @@ impl<'a> Runner<'a> {
             ops_per_sec: ops as f64 / wall.max(1e-9),
             mb_per_sec: (bytes > 0).then(|| bytes as f64 / 1_048_576.0 / wall.max(1e-9)),
             message,
-            latency_us: hist.filter(|h| !h.is_empty()).map(|h| Percentiles {
-                p50: h.value_at_quantile(0.5) as f64 / 1000.0,
-                p99: h.value_at_quantile(0.99) as f64 / 1000.0,
-                p999: h.value_at_quantile(0.999) as f64 / 1000.0,
-                max: h.max() as f64 / 1000.0,
-            }),
+            latency_us: hist.as_ref().and_then(percentiles),
             peak_rss_bytes: accounting::peak_rss(),
             disk_bytes: accounting::disk_usage(&self.dir),
             written_bytes: written,
@@ -392,6 +387,17 @@ impl<'a> Runner<'a> {
     pub fn sink(&self) -> u32 {
         self.sink
     }
+}
+
+/// p50, p99, p99.9 and max of a histogram of nanoseconds, in microseconds; `None` if
+/// it is empty.
+pub fn percentiles(h: &Histogram<u64>) -> Option<Percentiles> {
+    (!h.is_empty()).then(|| Percentiles {
+        p50: h.value_at_quantile(0.5) as f64 / 1000.0,
+        p99: h.value_at_quantile(0.99) as f64 / 1000.0,
+        p999: h.value_at_quantile(0.999) as f64 / 1000.0,
+        max: h.max() as f64 / 1000.0,
+    })
 }
 
 fn new_hist(flags: &Flags) -> Result<Option<Histogram<u64>>> {
@@ -643,4 +649,94 @@ fn codec_bench(kind: Kind, flags: &Flags, sink: &mut u32) -> Result<ThreadStats>
         seconds: started.elapsed().as_secs_f64(),
         hist: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn percentiles_of_a_known_distribution() {
+        let flags = Flags::try_parse_from(["strata-bench", "--histogram"]).unwrap();
+        let mut h = new_hist(&flags).unwrap().unwrap();
+        assert!(percentiles(&h).is_none());
+        // 1..=1000 microseconds, once each.
+        for us in 1..=1000u64 {
+            h.record(us * 1000).unwrap();
+        }
+        let p = percentiles(&h).unwrap();
+        let close = |got: f64, want: f64| (got - want).abs() <= want * 0.002 + 0.01;
+        assert!(close(p.p50, 500.0), "{p:?}");
+        assert!(close(p.p99, 990.0), "{p:?}");
+        assert!(close(p.p999, 999.0), "{p:?}");
+        assert!(close(p.max, 1000.0), "{p:?}");
+    }
+
+    #[test]
+    fn benchmark_names_follow_db_bench() {
+        let flags = Flags::try_parse_from(["strata-bench", "--num=5000"]).unwrap();
+        assert_eq!(spec("fillsync", &flags).unwrap().num, 5);
+        let f = spec("fill100K", &flags).unwrap();
+        assert_eq!((f.num, f.value_size, f.fresh_db), (5, 100_000, true));
+        assert_eq!(spec("fillbatch", &flags).unwrap().batch, 1000);
+        assert!(!spec("overwrite", &flags).unwrap().fresh_db);
+        assert!(spec("nosuchbench", &flags).is_err());
+    }
+
+    #[test]
+    fn a_small_run_on_strata_prints_every_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let flags = Flags::try_parse_from([
+            "strata-bench",
+            "--num=2000",
+            "--histogram",
+            "--stats_interval=0.01",
+        ])
+        .unwrap();
+        let kind = crate::engine::strata_engine::StrataKind;
+        let settings = Settings {
+            cache_size: 1 << 20,
+            write_buffer_size: 64 << 10,
+            max_file_size: 64 << 10,
+            block_size: 4096,
+            bloom_bits: Some(10),
+            open_files: 100,
+            compression: true,
+        };
+        let mut runner = Runner::new(&flags, &kind, dir.path().join("db"), settings);
+        for name in [
+            "fillseq",
+            "fillrandom",
+            "overwrite",
+            "fillbatch",
+            "readseq",
+            "readreverse",
+            "readrandom",
+            "readmissing",
+            "readhot",
+            "seekrandom",
+            "compact",
+            "readwhilewriting",
+            "deleterandom",
+            "deleteseq",
+        ] {
+            let r = runner.run(&spec(name, &flags).unwrap()).unwrap().unwrap();
+            assert!(r.ops > 0 && r.micros_per_op > 0.0, "{name}: {r:?}");
+            assert!(r.line().starts_with(name), "{}", r.line());
+            if name == "readmissing" {
+                assert!(r.message.starts_with("(0 of"), "{}", r.message);
+            }
+            if name == "readrandom" {
+                assert!(r.message.contains("found"), "{}", r.message);
+                assert!(r.latency_us.is_some());
+            }
+        }
+        // deleteseq removed every key: a scan finds nothing.
+        let after = runner
+            .run(&spec("readseq", &flags).unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(after.bytes, 0);
+    }
 }
