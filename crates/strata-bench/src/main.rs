@@ -5,6 +5,7 @@ mod accounting;
 mod bench;
 mod engine;
 mod flags;
+mod peers;
 mod results;
 mod suite;
 mod workload;
@@ -24,11 +25,15 @@ use crate::results::{Document, EngineRun};
 
 /// Every engine this build can run.
 fn engine_kinds() -> Vec<&'static dyn EngineKind> {
-    vec![&StrataKind]
+    let mut v: Vec<&'static dyn EngineKind> = vec![&StrataKind];
+    #[cfg(feature = "leveldb")]
+    v.push(&peers::leveldb::LevelDbKind);
+    v
 }
 
 /// Peers that later builds add, named so `--engines` can say they are not built.
 const PEERS: &[&str] = &[
+    #[cfg(not(feature = "leveldb"))]
     "leveldb",
     "rocksdb",
     "sqlite3",

@@ -1,0 +1,116 @@
+//! LevelDB 1.23 (Debian's `libleveldb`), through its C API.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow};
+use leveldb_ffi::{Db, Options, WriteBatch};
+
+use crate::engine::{BatchOp, Engine, EngineKind, Settings};
+
+/// Opens LevelDB databases: Snappy as configured, the cache and write buffer of the
+/// settings.
+#[derive(Debug)]
+pub struct LevelDbKind;
+
+struct LevelDbEngine {
+    db: Db,
+}
+
+impl EngineKind for LevelDbKind {
+    fn name(&self) -> &'static str {
+        "leveldb"
+    }
+    fn version(&self) -> String {
+        let (major, minor) = leveldb_ffi::version();
+        format!("{major}.{minor}")
+    }
+    fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
+        let options = Options {
+            create_if_missing: true,
+            write_buffer_size: s.write_buffer_size,
+            max_open_files: s.open_files as i32,
+            cache_size: Some(s.cache_size),
+            block_size: s.block_size,
+            max_file_size: s.max_file_size,
+            compression: s.compression,
+            bloom_bits_per_key: s.bloom_bits.map(|b| b as i32),
+            ..Options::default()
+        };
+        let db = Db::open(dir, &options)
+            .map_err(|e| anyhow!("open LevelDB at {}: {e}", dir.display()))?;
+        Ok(Box::new(LevelDbEngine { db }))
+    }
+}
+
+fn err(e: String) -> anyhow::Error {
+    anyhow!("LevelDB: {e}")
+}
+
+impl Engine for LevelDbEngine {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        self.db.put(key, value, sync).map_err(err)
+    }
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        match self.db.get(key).map_err(err)? {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        self.db.delete(key, sync).map_err(err)
+    }
+    fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
+        let mut b = WriteBatch::new();
+        for (k, v) in ops {
+            match v {
+                Some(v) => b.put(k, v),
+                None => b.delete(k),
+            }
+        }
+        self.db.write(&mut b, sync).map_err(err)
+    }
+    fn scan(
+        &self,
+        reverse: bool,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
+        let mut it = self.db.iter();
+        if reverse {
+            it.seek_to_last();
+        } else {
+            it.seek_to_first();
+        }
+        let mut n = 0;
+        while it.valid() && n < limit {
+            visit(it.key(), it.value());
+            n += 1;
+            if reverse {
+                it.prev();
+            } else {
+                it.next();
+            }
+        }
+        it.status().map_err(err)?;
+        Ok(n)
+    }
+    fn seek(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let mut it = self.db.iter();
+        it.seek(key);
+        it.status().map_err(err)?;
+        Ok(it.valid().then(|| it.key().to_vec()))
+    }
+    fn compact(&self) -> Result<()> {
+        self.db.compact_range(None, None);
+        Ok(())
+    }
+    fn stats(&self) -> Option<String> {
+        self.db.property("leveldb.stats")
+    }
+    fn sstables(&self) -> Option<String> {
+        self.db.property("leveldb.sstables")
+    }
+}

@@ -1,0 +1,4 @@
+//! Peer engines behind the engine seam, one file each, each behind a cargo feature.
+
+#[cfg(feature = "leveldb")]
+pub mod leveldb;
