@@ -59,6 +59,13 @@ impl WriteBatch {
         }
     }
 
+    /// An empty batch with room for `bytes` of encoded operations.
+    pub fn with_capacity(bytes: usize) -> Self {
+        let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
+        rep.resize(HEADER_SIZE, 0);
+        WriteBatch { rep }
+    }
+
     /// Adds a put.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) {
         self.set_count(self.len() + 1);

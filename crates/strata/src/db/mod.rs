@@ -51,7 +51,10 @@ const DEFAULT_BLOCK_CACHE: usize = 8 << 20;
 /// A waiting write: one batch (or a request to switch memtables) and its outcome.
 #[derive(Debug)]
 struct Writer {
-    batch: Option<WriteBatch>,
+    /// Taken by the writer itself when it leads; read by a leader that groups it.
+    batch: Mutex<Option<WriteBatch>>,
+    /// A request to switch memtables rather than a write.
+    is_switch: bool,
     sync: bool,
     outcome: Mutex<Option<Result<()>>>,
 }
@@ -181,7 +184,8 @@ impl Db {
         value: impl AsRef<[u8]>,
         options: &WriteOptions,
     ) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let (key, value) = (key.as_ref(), value.as_ref());
+        let mut b = WriteBatch::with_capacity(key.len() + value.len() + 11);
         b.put(key, value);
         self.write_opt(b, options)
     }
@@ -193,7 +197,8 @@ impl Db {
 
     /// Removes `key` with the given write options.
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, options: &WriteOptions) -> Result<()> {
-        let mut b = WriteBatch::new();
+        let key = key.as_ref();
+        let mut b = WriteBatch::with_capacity(key.len() + 6);
         b.delete(key);
         self.write_opt(b, options)
     }

@@ -30,7 +30,8 @@ fn finish(w: &Writer, r: Result<()>) {
 pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Result<()> {
     let force = batch.is_none();
     let me = Arc::new(Writer {
-        batch,
+        batch: Mutex::new(batch),
+        is_switch: force,
         sync,
         outcome: Mutex::new(None),
     });
@@ -52,10 +53,16 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
     let mut result = room;
     let mut group_size = 1;
     if result.is_ok() && !force {
-        let (group, members, group_sync) = build_group(&st);
+        let own = me
+            .batch
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+            .unwrap_or_default();
+        let (mut group, members) = build_group(&st, own);
+        let group_sync = me.sync;
         group_size = members;
         let first = st.versions.last_seqnum + 1;
-        let mut group = group;
         group.set_seqnum(first);
         let last = first + u64::from(group.len()) - 1;
         let mut log = st.log.take();
@@ -108,14 +115,14 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
     result
 }
 
-/// Takes the leader's batch and as many queued batches after it as fit: no more than
+/// Adds to the leader's batch as many queued batches after it as fit: no more than
 /// `MAX_GROUP_BYTES`, no sync batch joining a non-sync leader, no memtable-switch request.
-fn build_group(st: &State) -> (WriteBatch, usize, bool) {
+/// Returns the group and how many writers it covers.
+fn build_group(st: &State, mut group: WriteBatch) -> (WriteBatch, usize) {
     let mut writers = st.writers.iter();
     let Some(leader) = writers.next() else {
-        return (WriteBatch::new(), 0, false);
+        return (group, 0);
     };
-    let mut group = leader.batch.clone().unwrap_or_default();
     let first_size = group.approximate_size();
     // A small first write is not held back by a large group.
     let max = if first_size <= 128 << 10 {
@@ -125,17 +132,18 @@ fn build_group(st: &State) -> (WriteBatch, usize, bool) {
     };
     let mut members = 1;
     for w in writers {
-        let Some(b) = &w.batch else { break };
-        if w.sync && !leader.sync {
+        if w.is_switch || (w.sync && !leader.sync) {
             break;
         }
+        let b = w.batch.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(b) = b.as_ref() else { break };
         if group.approximate_size() + b.approximate_size() > max {
             break;
         }
         group.append(b);
         members += 1;
     }
-    (group, members, leader.sync)
+    (group, members)
 }
 
 /// Makes sure the memtable has room: delays writes while level 0 is filling, waits while

@@ -30,9 +30,10 @@ impl DiskEnv {
     }
 }
 
-fn io_err(call: &str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
-    let context = format!("{call} {}", path.display());
-    move |e| Error::io(context, e)
+/// Maps an OS error to [`Error::Io`] naming the call and path. The message is built only
+/// when there is an error: these wrap every read and write.
+fn io_err<'a>(call: &'a str, path: &'a Path) -> impl FnOnce(std::io::Error) -> Error + 'a {
+    move |e| Error::io(format!("{call} {}", path.display()), e)
 }
 
 struct DiskSequential {
