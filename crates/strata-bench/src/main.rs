@@ -28,6 +28,11 @@ fn engine_kinds() -> Vec<&'static dyn EngineKind> {
     let mut v: Vec<&'static dyn EngineKind> = vec![&StrataKind];
     #[cfg(feature = "leveldb")]
     v.push(&peers::leveldb::LevelDbKind);
+    #[cfg(feature = "sqlite")]
+    {
+        v.push(&peers::sqlite::SqliteKind { wal: false });
+        v.push(&peers::sqlite::SqliteKind { wal: true });
+    }
     v
 }
 
@@ -36,7 +41,9 @@ const PEERS: &[&str] = &[
     #[cfg(not(feature = "leveldb"))]
     "leveldb",
     "rocksdb",
+    #[cfg(not(feature = "sqlite"))]
     "sqlite3",
+    #[cfg(not(feature = "sqlite"))]
     "sqlite3-wal",
     "kyoto-treedb",
     "wiredtiger-lsm",

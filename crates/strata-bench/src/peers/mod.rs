@@ -2,3 +2,5 @@
 
 #[cfg(feature = "leveldb")]
 pub mod leveldb;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
