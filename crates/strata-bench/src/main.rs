@@ -28,6 +28,8 @@ fn engine_kinds() -> Vec<&'static dyn EngineKind> {
     let mut v: Vec<&'static dyn EngineKind> = vec![&StrataKind];
     #[cfg(feature = "leveldb")]
     v.push(&peers::leveldb::LevelDbKind);
+    #[cfg(feature = "fjall")]
+    v.push(&peers::fjall::FjallKind);
     #[cfg(feature = "sqlite")]
     {
         v.push(&peers::sqlite::SqliteKind { wal: false });
@@ -49,6 +51,7 @@ const PEERS: &[&str] = &[
     "wiredtiger-lsm",
     "wiredtiger-btree",
     "lmdb",
+    #[cfg(not(feature = "fjall"))]
     "fjall",
 ];
 
