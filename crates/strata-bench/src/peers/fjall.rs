@@ -87,11 +87,11 @@ impl Engine for FjallEngine {
         };
         if reverse {
             for item in self.items.iter().rev().take(limit) {
-                each(item.map_err(Into::into))?;
+                each(item)?;
             }
         } else {
             for item in self.items.iter().take(limit) {
-                each(item.map_err(Into::into))?;
+                each(item)?;
             }
         }
         Ok(n)
