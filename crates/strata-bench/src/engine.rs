@@ -53,6 +53,19 @@ pub trait Engine: Send + Sync {
     fn sstables(&self) -> Option<String>;
 }
 
+/// Copies a looked-up value into `out`; true if there was one. Every engine's `get`
+/// ends with this.
+pub fn found(out: &mut Vec<u8>, value: Option<impl AsRef<[u8]>>) -> bool {
+    match value {
+        Some(v) => {
+            out.clear();
+            out.extend_from_slice(v.as_ref());
+            true
+        }
+        None => false,
+    }
+}
+
 /// Opens engines of one kind.
 pub trait EngineKind: Sync {
     /// The name used on the command line and in reports.
@@ -63,6 +76,10 @@ pub trait EngineKind: Sync {
     fn open(&self, dir: &Path, settings: &Settings) -> Result<Box<dyn Engine>>;
     /// True if the engine can apply batches atomically.
     fn has_batches(&self) -> bool {
+        true
+    }
+    /// True if the engine has a compaction to ask for.
+    fn has_compaction(&self) -> bool {
         true
     }
 }
@@ -123,13 +140,7 @@ pub mod strata_engine {
             Ok(self.db.put_opt(key, value, &wo(sync))?)
         }
         fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-            match self.db.get(key)? {
-                Some(v) => {
-                    *out = v;
-                    Ok(true)
-                }
-                None => Ok(false),
-            }
+            Ok(super::found(out, self.db.get(key)?))
         }
         fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
             Ok(self.db.delete_opt(key, &wo(sync))?)

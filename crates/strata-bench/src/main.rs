@@ -19,29 +19,15 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::bench::{KEY_SIZE, Runner};
-use crate::engine::{EngineKind, Settings, strata_engine::StrataKind};
+use crate::engine::{EngineKind, Settings};
 use crate::flags::Flags;
 use crate::results::{Document, EngineRun};
-
-/// Every engine this build can run.
-fn engine_kinds() -> Vec<&'static dyn EngineKind> {
-    let mut v: Vec<&'static dyn EngineKind> = vec![&StrataKind];
-    #[cfg(feature = "leveldb")]
-    v.push(&peers::leveldb::LevelDbKind);
-    #[cfg(feature = "fjall")]
-    v.push(&peers::fjall::FjallKind);
-    #[cfg(feature = "sqlite")]
-    {
-        v.push(&peers::sqlite::SqliteKind { wal: false });
-        v.push(&peers::sqlite::SqliteKind { wal: true });
-    }
-    v
-}
 
 /// Peers that later builds add, named so `--engines` can say they are not built.
 const PEERS: &[&str] = &[
     #[cfg(not(feature = "leveldb"))]
     "leveldb",
+    #[cfg(not(feature = "rocksdb"))]
     "rocksdb",
     #[cfg(not(feature = "sqlite"))]
     "sqlite3",
@@ -50,13 +36,14 @@ const PEERS: &[&str] = &[
     "kyoto-treedb",
     "wiredtiger-lsm",
     "wiredtiger-btree",
+    #[cfg(not(feature = "lmdb"))]
     "lmdb",
     #[cfg(not(feature = "fjall"))]
     "fjall",
 ];
 
 fn select_engines(list: &str) -> Result<Vec<&'static dyn EngineKind>> {
-    let all = engine_kinds();
+    let all = peers::all();
     if list == "all" {
         for p in PEERS {
             eprintln!("note: engine {p} is not built into this strata-bench yet; skipped");

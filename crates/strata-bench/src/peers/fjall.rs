@@ -6,7 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 use fjall::{Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
 
 /// Opens fjall keyspaces with one partition.
 #[derive(Debug)]
@@ -48,14 +48,7 @@ impl Engine for FjallEngine {
         self.persist(sync)
     }
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        match self.items.get(key)? {
-            Some(v) => {
-                out.clear();
-                out.extend_from_slice(&v);
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(found(out, self.items.get(key)?))
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         self.items.remove(key)?;

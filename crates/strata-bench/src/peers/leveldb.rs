@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use leveldb_ffi::{Db, Options, WriteBatch};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
 
 /// Opens LevelDB databases: Snappy as configured, the cache and write buffer of the
 /// settings.
@@ -51,13 +51,7 @@ impl Engine for LevelDbEngine {
         self.db.put(key, value, sync).map_err(err)
     }
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        match self.db.get(key).map_err(err)? {
-            Some(v) => {
-                *out = v;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(found(out, self.db.get(key).map_err(err)?))
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         self.db.delete(key, sync).map_err(err)

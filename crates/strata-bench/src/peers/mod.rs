@@ -4,5 +4,30 @@
 pub mod fjall;
 #[cfg(feature = "leveldb")]
 pub mod leveldb;
+#[cfg(feature = "lmdb")]
+pub mod lmdb;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+
+use crate::engine::EngineKind;
+
+/// Every engine this build can run.
+pub fn all() -> Vec<&'static dyn EngineKind> {
+    let mut v: Vec<&'static dyn EngineKind> = vec![&crate::engine::strata_engine::StrataKind];
+    #[cfg(feature = "leveldb")]
+    v.push(&leveldb::LevelDbKind);
+    #[cfg(feature = "fjall")]
+    v.push(&fjall::FjallKind);
+    #[cfg(feature = "rocksdb")]
+    v.push(&rocksdb::RocksDbKind);
+    #[cfg(feature = "lmdb")]
+    v.push(&lmdb::LmdbKind);
+    #[cfg(feature = "sqlite")]
+    {
+        v.push(&sqlite::SqliteKind { wal: false });
+        v.push(&sqlite::SqliteKind { wal: true });
+    }
+    v
+}

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
 
 /// Opens SQLite databases; `wal` picks the variant.
 #[derive(Debug)]
@@ -88,13 +88,7 @@ impl Engine for SqliteEngine {
             .prepare_cached("SELECT value FROM kv WHERE key = ?1")?
             .query_row(params![key], |r| r.get(0))
             .optional()?;
-        match v {
-            Some(v) => {
-                *out = v;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+        Ok(found(out, v))
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         let c = self.lock(sync)?;

@@ -175,9 +175,6 @@ impl Cursor for LevelIter {
     }
 
     fn status(&self) -> Result<()> {
-        match &self.err {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        crate::iter::status_of(&self.err)
     }
 }

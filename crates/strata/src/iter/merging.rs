@@ -189,10 +189,7 @@ impl Cursor for MergingIter {
     }
 
     fn status(&self) -> Result<()> {
-        match &self.err {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        crate::iter::status_of(&self.err)
     }
 }
 

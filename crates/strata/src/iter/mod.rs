@@ -34,6 +34,14 @@ mod merging;
 
 pub use merging::MergingIter;
 
+/// The `status` of a cursor that keeps its first error in `err`.
+pub(crate) fn status_of(err: &Option<crate::error::Error>) -> Result<()> {
+    match err {
+        Some(e) => Err(e.clone()),
+        None => Ok(()),
+    }
+}
+
 /// A boxed cursor, the currency of iterator trees.
 pub type BoxCursor = Box<dyn Cursor>;
 

@@ -292,10 +292,7 @@ impl<O: KeyOrder> Cursor for BlockIter<O> {
     }
 
     fn status(&self) -> Result<()> {
-        match &self.err {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        crate::iter::status_of(&self.err)
     }
 }
 

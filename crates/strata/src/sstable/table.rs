@@ -376,10 +376,7 @@ impl Cursor for TableIter {
     }
 
     fn status(&self) -> Result<()> {
-        match &self.err {
-            Some(e) => Err(e.clone()),
-            None => Ok(()),
-        }
+        crate::iter::status_of(&self.err)
     }
 }
 

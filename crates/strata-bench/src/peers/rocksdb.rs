@@ -1,0 +1,389 @@
+//! RocksDB (Debian's librocksdb 7.8), through its C API: leveled compaction, Snappy per the
+//! settings, an LRU block cache and write buffer of the settings' sizes, table files of
+//! `max_file_size`. Debian builds RocksDB with assertions on, which slows it; reports say so.
+//!
+//! The C API is declared here, only the calls used; every `unsafe` block passes pointers this
+//! module created and keeps alive.
+
+#![allow(unsafe_code, reason = "foreign calls into the RocksDB C library")]
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::path::Path;
+use std::ptr;
+
+use anyhow::{Result, anyhow};
+
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+
+#[repr(C)]
+struct Opaque(c_void);
+
+unsafe extern "C" {
+    fn rocksdb_options_create() -> *mut Opaque;
+    fn rocksdb_options_destroy(o: *mut Opaque);
+    fn rocksdb_options_set_create_if_missing(o: *mut Opaque, v: u8);
+    fn rocksdb_options_set_write_buffer_size(o: *mut Opaque, v: usize);
+    fn rocksdb_options_set_max_open_files(o: *mut Opaque, v: c_int);
+    fn rocksdb_options_set_target_file_size_base(o: *mut Opaque, v: u64);
+    fn rocksdb_options_set_compression(o: *mut Opaque, v: c_int);
+    fn rocksdb_options_set_block_based_table_factory(o: *mut Opaque, t: *mut Opaque);
+    fn rocksdb_block_based_options_create() -> *mut Opaque;
+    fn rocksdb_block_based_options_destroy(t: *mut Opaque);
+    fn rocksdb_block_based_options_set_block_size(t: *mut Opaque, v: usize);
+    fn rocksdb_block_based_options_set_block_cache(t: *mut Opaque, c: *mut Opaque);
+    fn rocksdb_block_based_options_set_filter_policy(t: *mut Opaque, f: *mut Opaque);
+    fn rocksdb_filterpolicy_create_bloom(bits: f64) -> *mut Opaque;
+    fn rocksdb_cache_create_lru(capacity: usize) -> *mut Opaque;
+    fn rocksdb_cache_destroy(c: *mut Opaque);
+    fn rocksdb_open(o: *const Opaque, name: *const c_char, err: *mut *mut c_char) -> *mut Opaque;
+    fn rocksdb_close(db: *mut Opaque);
+    fn rocksdb_put(
+        db: *mut Opaque,
+        wo: *const Opaque,
+        k: *const c_char,
+        kl: usize,
+        v: *const c_char,
+        vl: usize,
+        err: *mut *mut c_char,
+    );
+    fn rocksdb_delete(
+        db: *mut Opaque,
+        wo: *const Opaque,
+        k: *const c_char,
+        kl: usize,
+        err: *mut *mut c_char,
+    );
+    fn rocksdb_write(db: *mut Opaque, wo: *const Opaque, b: *mut Opaque, err: *mut *mut c_char);
+    fn rocksdb_get(
+        db: *mut Opaque,
+        ro: *const Opaque,
+        k: *const c_char,
+        kl: usize,
+        vl: *mut usize,
+        err: *mut *mut c_char,
+    ) -> *mut c_char;
+    fn rocksdb_create_iterator(db: *mut Opaque, ro: *const Opaque) -> *mut Opaque;
+    fn rocksdb_compact_range(
+        db: *mut Opaque,
+        s: *const c_char,
+        sl: usize,
+        l: *const c_char,
+        ll: usize,
+    );
+    fn rocksdb_property_value(db: *mut Opaque, name: *const c_char) -> *mut c_char;
+    fn rocksdb_iter_destroy(it: *mut Opaque);
+    fn rocksdb_iter_valid(it: *const Opaque) -> u8;
+    fn rocksdb_iter_seek_to_first(it: *mut Opaque);
+    fn rocksdb_iter_seek_to_last(it: *mut Opaque);
+    fn rocksdb_iter_seek(it: *mut Opaque, k: *const c_char, kl: usize);
+    fn rocksdb_iter_next(it: *mut Opaque);
+    fn rocksdb_iter_prev(it: *mut Opaque);
+    fn rocksdb_iter_key(it: *const Opaque, kl: *mut usize) -> *const c_char;
+    fn rocksdb_iter_value(it: *const Opaque, vl: *mut usize) -> *const c_char;
+    fn rocksdb_iter_get_error(it: *const Opaque, err: *mut *mut c_char);
+    fn rocksdb_writebatch_create() -> *mut Opaque;
+    fn rocksdb_writebatch_destroy(b: *mut Opaque);
+    fn rocksdb_writebatch_put(
+        b: *mut Opaque,
+        k: *const c_char,
+        kl: usize,
+        v: *const c_char,
+        vl: usize,
+    );
+    fn rocksdb_writebatch_delete(b: *mut Opaque, k: *const c_char, kl: usize);
+    fn rocksdb_readoptions_create() -> *mut Opaque;
+    fn rocksdb_readoptions_destroy(o: *mut Opaque);
+    fn rocksdb_writeoptions_create() -> *mut Opaque;
+    fn rocksdb_writeoptions_destroy(o: *mut Opaque);
+    fn rocksdb_writeoptions_set_sync(o: *mut Opaque, v: u8);
+    fn rocksdb_free(p: *mut c_void);
+}
+
+fn check(err: *mut c_char) -> Result<()> {
+    if err.is_null() {
+        return Ok(());
+    }
+    // SAFETY: RocksDB set `err` to a NUL-terminated malloc'ed message; copied, then freed once.
+    let msg = unsafe { CStr::from_ptr(err) }
+        .to_string_lossy()
+        .into_owned();
+    // SAFETY: freed once, not used after.
+    unsafe { rocksdb_free(err.cast()) };
+    Err(anyhow!("RocksDB: {msg}"))
+}
+
+/// Opens RocksDB databases.
+#[derive(Debug)]
+pub struct RocksDbKind;
+
+struct RocksDb {
+    db: *mut Opaque,
+    options: *mut Opaque,
+    table: *mut Opaque,
+    cache: *mut Opaque,
+    read: *mut Opaque,
+    write_async: *mut Opaque,
+    write_sync: *mut Opaque,
+}
+
+// SAFETY: a RocksDB database is safe for concurrent use from many threads; the option
+// objects are only read after open.
+unsafe impl Send for RocksDb {}
+// SAFETY: as above.
+unsafe impl Sync for RocksDb {}
+
+impl EngineKind for RocksDbKind {
+    fn name(&self) -> &'static str {
+        "rocksdb"
+    }
+    fn version(&self) -> String {
+        "7.8 (Debian, assertions on)".to_string()
+    }
+    fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
+        let name = CString::new(dir.as_os_str().as_encoded_bytes())?;
+        // SAFETY: each call configures objects created just above; they live in `RocksDb`
+        // and are destroyed in its Drop after the database is closed.
+        unsafe {
+            let options = rocksdb_options_create();
+            rocksdb_options_set_create_if_missing(options, 1);
+            rocksdb_options_set_write_buffer_size(options, s.write_buffer_size);
+            rocksdb_options_set_max_open_files(options, s.open_files as c_int);
+            rocksdb_options_set_target_file_size_base(options, s.max_file_size as u64);
+            rocksdb_options_set_compression(options, if s.compression { 1 } else { 0 });
+            let table = rocksdb_block_based_options_create();
+            rocksdb_block_based_options_set_block_size(table, s.block_size);
+            let cache = rocksdb_cache_create_lru(s.cache_size);
+            rocksdb_block_based_options_set_block_cache(table, cache);
+            if let Some(bits) = s.bloom_bits {
+                rocksdb_block_based_options_set_filter_policy(
+                    table,
+                    rocksdb_filterpolicy_create_bloom(bits as f64),
+                );
+            }
+            rocksdb_options_set_block_based_table_factory(options, table);
+            let mut err = ptr::null_mut();
+            let db = rocksdb_open(options, name.as_ptr(), &mut err);
+            let engine = RocksDb {
+                db,
+                options,
+                table,
+                cache,
+                read: rocksdb_readoptions_create(),
+                write_async: rocksdb_writeoptions_create(),
+                write_sync: rocksdb_writeoptions_create(),
+            };
+            rocksdb_writeoptions_set_sync(engine.write_sync, 1);
+            check(err)?;
+            if db.is_null() {
+                return Err(anyhow!("rocksdb_open returned null"));
+            }
+            Ok(Box::new(engine))
+        }
+    }
+}
+
+impl RocksDb {
+    fn wo(&self, sync: bool) -> *const Opaque {
+        if sync {
+            self.write_sync
+        } else {
+            self.write_async
+        }
+    }
+}
+
+impl Drop for RocksDb {
+    fn drop(&mut self) {
+        // SAFETY: every pointer was created in `open` and is destroyed once; no iterator
+        // outlives the engine (they are local to `scan` and `seek`).
+        unsafe {
+            if !self.db.is_null() {
+                rocksdb_close(self.db);
+            }
+            rocksdb_readoptions_destroy(self.read);
+            rocksdb_writeoptions_destroy(self.write_async);
+            rocksdb_writeoptions_destroy(self.write_sync);
+            rocksdb_options_destroy(self.options);
+            rocksdb_block_based_options_destroy(self.table);
+            rocksdb_cache_destroy(self.cache);
+        }
+    }
+}
+
+/// An iterator, destroyed on drop.
+struct Iter(*mut Opaque);
+
+impl Drop for Iter {
+    fn drop(&mut self) {
+        // SAFETY: created by rocksdb_create_iterator, destroyed once, before the database.
+        unsafe { rocksdb_iter_destroy(self.0) }
+    }
+}
+
+impl Iter {
+    fn entry(&self) -> (&[u8], &[u8]) {
+        let (mut kl, mut vl) = (0usize, 0usize);
+        // SAFETY: only called while valid; the slices live until the iterator moves, which
+        // needs `&mut self`.
+        unsafe {
+            let k = rocksdb_iter_key(self.0, &mut kl);
+            let v = rocksdb_iter_value(self.0, &mut vl);
+            (
+                std::slice::from_raw_parts(k.cast(), kl),
+                std::slice::from_raw_parts(v.cast(), vl),
+            )
+        }
+    }
+    fn valid(&self) -> bool {
+        // SAFETY: live iterator.
+        unsafe { rocksdb_iter_valid(self.0) != 0 }
+    }
+    fn status(&self) -> Result<()> {
+        let mut err = ptr::null_mut();
+        // SAFETY: live iterator; valid out-pointer.
+        unsafe { rocksdb_iter_get_error(self.0, &mut err) };
+        check(err)
+    }
+}
+
+impl Engine for RocksDb {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
+        let mut err = ptr::null_mut();
+        // SAFETY: slices valid for the call; RocksDB copies them.
+        unsafe {
+            rocksdb_put(
+                self.db,
+                self.wo(sync),
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+                &mut err,
+            )
+        };
+        check(err)
+    }
+    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+        let (mut err, mut len) = (ptr::null_mut(), 0usize);
+        // SAFETY: the key is valid for the call; the result is malloc'ed (or null).
+        let v = unsafe {
+            rocksdb_get(
+                self.db,
+                self.read,
+                key.as_ptr().cast(),
+                key.len(),
+                &mut len,
+                &mut err,
+            )
+        };
+        check(err)?;
+        if v.is_null() {
+            return Ok(false);
+        }
+        // SAFETY: `v` holds `len` bytes until freed below.
+        let value = unsafe { std::slice::from_raw_parts(v.cast::<u8>(), len) };
+        let got = found(out, Some(value));
+        // SAFETY: freed once.
+        unsafe { rocksdb_free(v.cast()) };
+        Ok(got)
+    }
+    fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
+        let mut err = ptr::null_mut();
+        // SAFETY: the key is valid for the call.
+        unsafe {
+            rocksdb_delete(
+                self.db,
+                self.wo(sync),
+                key.as_ptr().cast(),
+                key.len(),
+                &mut err,
+            )
+        };
+        check(err)
+    }
+    fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
+        // SAFETY: the batch is created, filled with copies of valid slices, written, and
+        // destroyed here.
+        unsafe {
+            let b = rocksdb_writebatch_create();
+            for (k, v) in ops {
+                match v {
+                    Some(v) => rocksdb_writebatch_put(
+                        b,
+                        k.as_ptr().cast(),
+                        k.len(),
+                        v.as_ptr().cast(),
+                        v.len(),
+                    ),
+                    None => rocksdb_writebatch_delete(b, k.as_ptr().cast(), k.len()),
+                }
+            }
+            let mut err = ptr::null_mut();
+            rocksdb_write(self.db, self.wo(sync), b, &mut err);
+            rocksdb_writebatch_destroy(b);
+            check(err)
+        }
+    }
+    fn scan(
+        &self,
+        reverse: bool,
+        limit: usize,
+        visit: &mut dyn FnMut(&[u8], &[u8]),
+    ) -> Result<usize> {
+        // SAFETY: the iterator borrows the open database for this call only.
+        let it = Iter(unsafe { rocksdb_create_iterator(self.db, self.read) });
+        // SAFETY: live iterator.
+        unsafe {
+            if reverse {
+                rocksdb_iter_seek_to_last(it.0)
+            } else {
+                rocksdb_iter_seek_to_first(it.0)
+            }
+        }
+        let mut n = 0;
+        while it.valid() && n < limit {
+            let (k, v) = it.entry();
+            visit(k, v);
+            n += 1;
+            // SAFETY: live, valid iterator.
+            unsafe {
+                if reverse {
+                    rocksdb_iter_prev(it.0)
+                } else {
+                    rocksdb_iter_next(it.0)
+                }
+            }
+        }
+        it.status()?;
+        Ok(n)
+    }
+    fn seek(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        // SAFETY: as in `scan`; the key is valid for the call.
+        let it = Iter(unsafe { rocksdb_create_iterator(self.db, self.read) });
+        // SAFETY: live iterator, valid key.
+        unsafe { rocksdb_iter_seek(it.0, key.as_ptr().cast(), key.len()) };
+        it.status()?;
+        Ok(it.valid().then(|| it.entry().0.to_vec()))
+    }
+    fn compact(&self) -> Result<()> {
+        // SAFETY: null bounds mean the whole key space.
+        unsafe { rocksdb_compact_range(self.db, ptr::null(), 0, ptr::null(), 0) };
+        Ok(())
+    }
+    fn stats(&self) -> Option<String> {
+        let name = CString::new("rocksdb.stats").ok()?;
+        // SAFETY: NUL-terminated name; the result is malloc'ed (or null), copied and freed.
+        unsafe {
+            let v = rocksdb_property_value(self.db, name.as_ptr());
+            if v.is_null() {
+                return None;
+            }
+            let s = CStr::from_ptr(v).to_string_lossy().into_owned();
+            rocksdb_free(v.cast());
+            Some(s)
+        }
+    }
+    fn sstables(&self) -> Option<String> {
+        None
+    }
+}
