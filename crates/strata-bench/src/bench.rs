@@ -203,6 +203,19 @@ impl<'a> Runner<'a> {
 
     /// Runs one benchmark. `None` for the ones that only print (stats, sstables).
     pub fn run(&mut self, spec: &Spec) -> Result<Option<BenchResult>> {
+        // What an engine cannot do is reported as n/a before anything else happens: it
+        // must not reset the database the next benchmark reads.
+        let missing = if spec.batch > 1 && !self.kind.has_batches() {
+            Some("no atomic batches")
+        } else if spec.kind == Kind::Compact && !self.kind.has_compaction() {
+            Some("no compaction")
+        } else {
+            None
+        };
+        if let Some(why) = missing {
+            println!("{:<12} : n/a ({} has {why})", spec.name, self.kind.name());
+            return Ok(None);
+        }
         let fresh = spec.fresh_db && !self.flags.use_existing_db;
         match spec.kind {
             Kind::Crc32c | Kind::SnappyComp | Kind::SnappyUncomp => {}
@@ -216,17 +229,6 @@ impl<'a> Runner<'a> {
                 e.sstables()
             };
             println!("{}", text.unwrap_or_else(|| "(no statistics)".into()));
-            return Ok(None);
-        }
-        let missing = if spec.batch > 1 && !self.kind.has_batches() {
-            Some("no atomic batches")
-        } else if spec.kind == Kind::Compact && !self.kind.has_compaction() {
-            Some("no compaction")
-        } else {
-            None
-        };
-        if let Some(why) = missing {
-            println!("{:<12} : n/a ({} has {why})", spec.name, self.kind.name());
             return Ok(None);
         }
         accounting::reset_peak_rss();

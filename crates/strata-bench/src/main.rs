@@ -33,6 +33,7 @@ const PEERS: &[&str] = &[
     "sqlite3",
     #[cfg(not(feature = "sqlite"))]
     "sqlite3-wal",
+    #[cfg(not(feature = "kyoto"))]
     "kyoto-treedb",
     "wiredtiger-lsm",
     "wiredtiger-btree",

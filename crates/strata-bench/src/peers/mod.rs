@@ -2,6 +2,8 @@
 
 #[cfg(feature = "fjall")]
 pub mod fjall;
+#[cfg(feature = "kyoto")]
+pub mod kyoto;
 #[cfg(feature = "leveldb")]
 pub mod leveldb;
 #[cfg(feature = "lmdb")]
@@ -24,6 +26,8 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
     v.push(&rocksdb::RocksDbKind);
     #[cfg(feature = "lmdb")]
     v.push(&lmdb::LmdbKind);
+    #[cfg(feature = "kyoto")]
+    v.push(&kyoto::KyotoKind);
     #[cfg(feature = "sqlite")]
     {
         v.push(&sqlite::SqliteKind { wal: false });
