@@ -35,7 +35,9 @@ const PEERS: &[&str] = &[
     "sqlite3-wal",
     #[cfg(not(feature = "kyoto"))]
     "kyoto-treedb",
+    #[cfg(not(feature = "wiredtiger"))]
     "wiredtiger-lsm",
+    #[cfg(not(feature = "wiredtiger"))]
     "wiredtiger-btree",
     #[cfg(not(feature = "lmdb"))]
     "lmdb",

@@ -12,6 +12,8 @@ pub mod lmdb;
 pub mod rocksdb;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+#[cfg(feature = "wiredtiger")]
+pub mod wiredtiger;
 
 use crate::engine::EngineKind;
 
@@ -28,6 +30,11 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
     v.push(&lmdb::LmdbKind);
     #[cfg(feature = "kyoto")]
     v.push(&kyoto::KyotoKind);
+    #[cfg(feature = "wiredtiger")]
+    {
+        v.push(&wiredtiger::WiredTigerKind { lsm: true });
+        v.push(&wiredtiger::WiredTigerKind { lsm: false });
+    }
     #[cfg(feature = "sqlite")]
     {
         v.push(&sqlite::SqliteKind { wal: false });
