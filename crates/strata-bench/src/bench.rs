@@ -322,6 +322,7 @@ impl<'a> Runner<'a> {
             cpu_seconds: accounting::cpu_seconds() - cpu_before,
             series,
             writer_ops_per_sec: writer,
+            position: None,
         })
     }
 

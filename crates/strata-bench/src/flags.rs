@@ -91,6 +91,10 @@ pub struct Flags {
     /// Engines to run, comma-separated (`all` for every engine built in).
     #[arg(long, default_value = "strata")]
     pub engines: String,
+    /// Rounds of the whole run, the engines interleaved in each; the summary reports
+    /// medians.
+    #[arg(long, default_value_t = 1)]
+    pub repeats: usize,
 }
 
 /// The message for a command line that does not parse: clap's error, then the usage.

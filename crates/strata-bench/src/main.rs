@@ -8,6 +8,7 @@ mod flags;
 mod peers;
 mod results;
 mod suite;
+mod summary;
 mod workload;
 
 use std::io::Write as _;
@@ -142,56 +143,74 @@ fn run(flags: &Flags) -> Result<()> {
         page_cache: "not dropped between benchmarks: the database may sit in the OS page cache"
             .into(),
         runs: Vec::new(),
+        summary: Vec::new(),
     };
-    for kind in engines {
+    let rounds = flags.repeats.max(1);
+    // Round by round, group by group, engine by engine: every engine meets the machine in
+    // the same state of noise as often as the others.
+    for round in 0..rounds {
         for (gi, g) in groups.iter().enumerate() {
-            header(kind, &g.flags, &g.label, &machine);
-            let dir = if flags.db.is_some() && groups.len() == 1 {
-                base.join(kind.name())
-            } else {
-                base.join(format!("{}-{gi}", kind.name()))
-            };
-            let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
-            let mut results = Vec::new();
-            for spec in &g.specs {
-                let bar = ProgressBar::new_spinner();
-                bar.set_style(
-                    ProgressStyle::with_template("{spinner} {msg} {elapsed}")
-                        .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                );
-                bar.set_message(format!("{} {}", kind.name(), spec.name));
-                bar.enable_steady_tick(std::time::Duration::from_millis(200));
-                let outcome = runner.run(spec);
-                bar.finish_and_clear();
-                let result = outcome.with_context(|| {
-                    format!("benchmark {} on {} failed", spec.name, kind.name())
-                })?;
-                if let Some(r) = result {
-                    println!("{}", r.line());
-                    if let Some(p) = &r.latency_us {
-                        println!(
-                            "             : latency p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us",
-                            p.p50, p.p99, p.p999, p.max
-                        );
-                    }
-                    std::io::stdout().flush()?;
-                    results.push(r);
+            for &kind in &engines {
+                if rounds > 1 {
+                    println!("Round:      {} of {rounds}", round + 1);
                 }
+                header(kind, &g.flags, &g.label, &machine);
+                let dir = if flags.db.is_some() && groups.len() == 1 {
+                    base.join(kind.name())
+                } else {
+                    base.join(format!("{}-{gi}", kind.name()))
+                };
+                let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
+                let mut results = Vec::new();
+                for (position, spec) in g.specs.iter().enumerate() {
+                    let bar = ProgressBar::new_spinner();
+                    bar.set_style(
+                        ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                    bar.set_message(format!("{} {}", kind.name(), spec.name));
+                    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+                    let outcome = runner.run(spec);
+                    bar.finish_and_clear();
+                    let result = outcome.with_context(|| {
+                        format!("benchmark {} on {} failed", spec.name, kind.name())
+                    })?;
+                    if let Some(mut r) = result {
+                        r.position = Some(position);
+                        println!("{}", r.line());
+                        if let Some(p) = &r.latency_us {
+                            println!(
+                                "             : latency p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us",
+                                p.p50, p.p99, p.p999, p.max
+                            );
+                        }
+                        std::io::stdout().flush()?;
+                        results.push(r);
+                    }
+                }
+                std::hint::black_box(runner.sink());
+                let dir = runner.dir().to_path_buf();
+                runner.close();
+                if temp.is_some() && !g.flags.use_existing_db {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                doc.runs.push(EngineRun {
+                    engine: kind.name().into(),
+                    group: g.label.clone(),
+                    group_index: gi,
+                    round,
+                    engine_version: kind.version(),
+                    settings: settings(&g.flags),
+                    results,
+                });
+                println!();
             }
-            std::hint::black_box(runner.sink());
-            let dir = runner.dir().to_path_buf();
-            runner.close();
-            if temp.is_some() && !g.flags.use_existing_db {
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-            doc.runs.push(EngineRun {
-                engine: kind.name().into(),
-                engine_version: kind.version(),
-                settings: settings(&g.flags),
-                results,
-            });
-            println!();
         }
+    }
+    doc.summary = summary::summarize(&doc.runs);
+    let names: Vec<&str> = engines.iter().map(|k| k.name()).collect();
+    if names.len() > 1 || rounds > 1 {
+        println!("{}", summary::table(&doc.summary, &names));
     }
     if let Some(path) = &flags.json {
         let text = serde_json::to_string_pretty(&doc)?;

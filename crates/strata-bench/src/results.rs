@@ -67,6 +67,8 @@ pub struct BenchResult {
     pub series: Vec<Interval>,
     /// Writes done by the background writer (readwhilewriting).
     pub writer_ops_per_sec: Option<f64>,
+    /// The benchmark's position in its group (set by the runner's caller).
+    pub position: Option<usize>,
 }
 
 impl BenchResult {
@@ -97,6 +99,12 @@ impl BenchResult {
 pub struct EngineRun {
     /// The engine's name.
     pub engine: String,
+    /// The group (a section of the page) this run belongs to.
+    pub group: String,
+    /// The group's position in the suite.
+    pub group_index: usize,
+    /// Which repeat this is (0-based).
+    pub round: usize,
     /// The engine's version.
     pub engine_version: String,
     /// Its settings.
@@ -122,8 +130,10 @@ pub struct Document {
     pub machine: Machine,
     /// Whether the OS page cache was dropped between benchmarks (it is not: say so).
     pub page_cache: String,
-    /// One entry per engine (and repeat).
+    /// One entry per engine, group and repeat.
     pub runs: Vec<EngineRun>,
+    /// Medians over the repeats, per benchmark and engine.
+    pub summary: Vec<crate::summary::SummaryRow>,
 }
 
 #[cfg(test)]
@@ -149,6 +159,7 @@ mod tests {
             cpu_seconds: 0.0,
             series: Vec::new(),
             writer_ops_per_sec: None,
+            position: None,
         }
     }
 
