@@ -53,6 +53,34 @@ pub trait Engine: Send + Sync {
     fn sstables(&self) -> Option<String>;
 }
 
+/// A positioned cursor of some engine, as `scan` walks it.
+pub trait Walk {
+    /// True when positioned at an entry.
+    fn valid(&self) -> bool;
+    /// The current key and value.
+    fn entry(&self) -> (&[u8], &[u8]);
+    /// Moves to the next entry, or the previous one when `reverse`.
+    fn step(&mut self, reverse: bool);
+}
+
+/// Visits up to `limit` entries from where `cursor` stands, stepping in the scan's
+/// direction; returns how many.
+pub fn walk(
+    cursor: &mut impl Walk,
+    reverse: bool,
+    limit: usize,
+    visit: &mut dyn FnMut(&[u8], &[u8]),
+) -> usize {
+    let mut n = 0;
+    while n < limit && cursor.valid() {
+        let (k, v) = cursor.entry();
+        visit(k, v);
+        n += 1;
+        cursor.step(reverse);
+    }
+    n
+}
+
 /// Copies a looked-up value into `out`; true if there was one. Every engine's `get`
 /// ends with this.
 pub fn found(out: &mut Vec<u8>, value: Option<impl AsRef<[u8]>>) -> bool {
@@ -135,6 +163,18 @@ pub mod strata_engine {
         WriteOptions { sync }
     }
 
+    impl super::Walk for strata::DbIterator {
+        fn valid(&self) -> bool {
+            strata::DbIterator::valid(self)
+        }
+        fn entry(&self) -> (&[u8], &[u8]) {
+            (self.key(), self.value())
+        }
+        fn step(&mut self, reverse: bool) {
+            if reverse { self.prev() } else { self.next() }
+        }
+    }
+
     impl Engine for StrataEngine {
         fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
             Ok(self.db.put_opt(key, value, &wo(sync))?)
@@ -167,16 +207,7 @@ pub mod strata_engine {
             } else {
                 it.seek_to_first();
             }
-            let mut n = 0;
-            while it.valid() && n < limit {
-                visit(it.key(), it.value());
-                n += 1;
-                if reverse {
-                    it.prev();
-                } else {
-                    it.next();
-                }
-            }
+            let n = super::walk(&mut it, reverse, limit, visit);
             it.status()?;
             Ok(n)
         }

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use leveldb_ffi::{Db, Options, WriteBatch};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, Walk, found, walk};
 
 /// Opens LevelDB databases: Snappy as configured, the cache and write buffer of the
 /// settings.
@@ -46,6 +46,18 @@ fn err(e: String) -> anyhow::Error {
     anyhow!("LevelDB: {e}")
 }
 
+impl Walk for leveldb_ffi::Iter<'_> {
+    fn valid(&self) -> bool {
+        leveldb_ffi::Iter::valid(self)
+    }
+    fn entry(&self) -> (&[u8], &[u8]) {
+        (self.key(), self.value())
+    }
+    fn step(&mut self, reverse: bool) {
+        if reverse { self.prev() } else { self.next() }
+    }
+}
+
 impl Engine for LevelDbEngine {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
         self.db.put(key, value, sync).map_err(err)
@@ -78,16 +90,7 @@ impl Engine for LevelDbEngine {
         } else {
             it.seek_to_first();
         }
-        let mut n = 0;
-        while it.valid() && n < limit {
-            visit(it.key(), it.value());
-            n += 1;
-            if reverse {
-                it.prev();
-            } else {
-                it.next();
-            }
-        }
+        let n = walk(&mut it, reverse, limit, visit);
         it.status().map_err(err)?;
         Ok(n)
     }

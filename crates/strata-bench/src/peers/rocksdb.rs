@@ -13,7 +13,7 @@ use std::ptr;
 
 use anyhow::{Result, anyhow};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, Walk, found, walk};
 
 #[repr(C)]
 struct Opaque(c_void);
@@ -220,7 +220,11 @@ impl Drop for Iter {
     }
 }
 
-impl Iter {
+impl Walk for Iter {
+    fn valid(&self) -> bool {
+        // SAFETY: live iterator.
+        unsafe { rocksdb_iter_valid(self.0) != 0 }
+    }
     fn entry(&self) -> (&[u8], &[u8]) {
         let (mut kl, mut vl) = (0usize, 0usize);
         // SAFETY: only called while valid; the slices live until the iterator moves, which
@@ -234,10 +238,19 @@ impl Iter {
             )
         }
     }
-    fn valid(&self) -> bool {
-        // SAFETY: live iterator.
-        unsafe { rocksdb_iter_valid(self.0) != 0 }
+    fn step(&mut self, reverse: bool) {
+        // SAFETY: live iterator, positioned (walk checks `valid` first).
+        unsafe {
+            if reverse {
+                rocksdb_iter_prev(self.0)
+            } else {
+                rocksdb_iter_next(self.0)
+            }
+        }
     }
+}
+
+impl Iter {
     fn status(&self) -> Result<()> {
         let mut err = ptr::null_mut();
         // SAFETY: live iterator; valid out-pointer.
@@ -331,7 +344,7 @@ impl Engine for RocksDb {
         visit: &mut dyn FnMut(&[u8], &[u8]),
     ) -> Result<usize> {
         // SAFETY: the iterator borrows the open database for this call only.
-        let it = Iter(unsafe { rocksdb_create_iterator(self.db, self.read) });
+        let mut it = Iter(unsafe { rocksdb_create_iterator(self.db, self.read) });
         // SAFETY: live iterator.
         unsafe {
             if reverse {
@@ -340,20 +353,7 @@ impl Engine for RocksDb {
                 rocksdb_iter_seek_to_first(it.0)
             }
         }
-        let mut n = 0;
-        while it.valid() && n < limit {
-            let (k, v) = it.entry();
-            visit(k, v);
-            n += 1;
-            // SAFETY: live, valid iterator.
-            unsafe {
-                if reverse {
-                    rocksdb_iter_prev(it.0)
-                } else {
-                    rocksdb_iter_next(it.0)
-                }
-            }
-        }
+        let n = walk(&mut it, reverse, limit, visit);
         it.status()?;
         Ok(n)
     }

@@ -154,6 +154,7 @@ pub(super) fn make_room_for_write<'a>(
     mut force: bool,
 ) -> (MutexGuard<'a, State>, Result<()>) {
     let mut allow_delay = !force;
+    let mut stopped = false;
     loop {
         if let Some(e) = &st.bg_error {
             let e = e.clone();
@@ -174,7 +175,10 @@ pub(super) fn make_room_for_write<'a>(
         } else if st.imm.is_some() || level0 >= L0_STOP_TRIGGER {
             // The previous memtable is still being flushed, or level 0 is full.
             let started = Instant::now();
-            st.stops += 1;
+            if !stopped {
+                st.stops += 1; // one stall, however many wake-ups it takes
+                stopped = true;
+            }
             background::maybe_schedule(db, &mut st);
             st = db.wait(&db.bg_cv, st);
             st.stall_micros += started.elapsed().as_micros() as u64;
