@@ -14,6 +14,7 @@
 //!   [`FileLock`] is dropped.
 
 mod disk;
+mod fault;
 mod mem;
 
 use std::fmt::Debug;
@@ -21,6 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use disk::DiskEnv;
+pub use fault::{Call, Fault, FaultEnv};
 pub use mem::MemEnv;
 
 use crate::error::Result;
