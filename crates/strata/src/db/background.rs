@@ -2,18 +2,20 @@
 //! obsolete files. One thread per database; it holds the state lock only to decide and to
 //! install results, never during table I/O.
 
+use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
 use super::{DbInner, ManualCompaction, State, write};
 use crate::compaction::{Compaction, pick_compaction, range_compaction};
+use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
 use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::{self, MAX_SEQNUM, ParsedInternalKey, ValueType};
 use crate::memtable::MemTable;
-use crate::sstable::TableBuilder;
+use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::{FileMetaData, NUM_LEVELS, VersionEdit};
 
 use super::LevelIter;
@@ -194,8 +196,50 @@ fn compact_memtable<'a>(
     st
 }
 
-/// Writes every entry of `mem` to table `number`, synced, and checks it opens. `None`
-/// if the memtable was empty (no file is left).
+/// Writes the entries `keep` accepts from `it` (positioned at the first) into table
+/// `number` at `path`, until the cursor ends or the table reaches `max_bytes`, and syncs
+/// it. `None`, and no file left, if nothing was kept; on an error the file is removed.
+pub(super) fn build_table(
+    env: &dyn Env,
+    path: &Path,
+    options: TableOptions,
+    number: u64,
+    it: &mut dyn Cursor,
+    keep: &mut dyn FnMut(&[u8]) -> bool,
+    max_bytes: u64,
+) -> Result<Option<FileMetaData>> {
+    let result = (|| {
+        let mut builder = TableBuilder::new(env.new_writable(path)?, options);
+        let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+        while it.valid() && builder.file_size() < max_bytes {
+            if keep(it.key()) {
+                if smallest.is_empty() {
+                    smallest = it.key().to_vec();
+                }
+                largest.clear();
+                largest.extend_from_slice(it.key());
+                builder.add(it.key(), it.value())?;
+            }
+            it.next();
+        }
+        it.status()?;
+        let (mut file, size) = builder.finish()?;
+        file.sync()?;
+        Ok((!smallest.is_empty()).then_some(FileMetaData {
+            number,
+            size,
+            smallest,
+            largest,
+        }))
+    })();
+    if !matches!(result, Ok(Some(_))) {
+        let _ = env.remove_file(path);
+    }
+    result
+}
+
+/// Writes every entry of `mem` to table `number`, synced, with its directory entry, and
+/// checks it opens. `None` if the memtable was empty (no file is left).
 pub(super) fn write_table_from(
     db: &DbInner,
     mem: &Arc<MemTable>,
@@ -203,37 +247,29 @@ pub(super) fn write_table_from(
 ) -> Result<Option<FileMetaData>> {
     let mut it = mem.iter();
     it.seek_to_first();
-    if !it.valid() {
-        return Ok(None);
-    }
     let path = db.table_path(number);
-    let result = (|| {
-        let file = db.env.new_writable(&path)?;
-        let mut builder = TableBuilder::new(file, db.options.table_options());
-        let smallest = it.key().to_vec();
-        let mut largest = Vec::new();
-        while it.valid() {
-            builder.add(it.key(), it.value())?;
-            largest.clear();
-            largest.extend_from_slice(it.key());
-            it.next();
-        }
-        let (mut file, size) = builder.finish()?;
-        file.sync()?;
-        drop(file);
-        db.env.sync_dir(&db.dir)?;
-        db.table_cache.find(number, size)?;
-        Ok(Some(FileMetaData {
-            number,
-            size,
-            smallest,
-            largest,
-        }))
-    })();
-    if result.is_err() {
+    let options = db.options.table_options();
+    let Some(meta) = build_table(
+        db.env.as_ref(),
+        &path,
+        options,
+        number,
+        &mut it,
+        &mut |_| true,
+        u64::MAX,
+    )?
+    else {
+        return Ok(None);
+    };
+    let checked = db
+        .env
+        .sync_dir(&db.dir)
+        .and_then(|()| db.table_cache.find(number, meta.size).map(|_| ()));
+    if let Err(e) = checked {
         let _ = db.env.remove_file(&path);
+        return Err(e);
     }
-    result
+    Ok(Some(meta))
 }
 
 /// One table being written by a compaction.

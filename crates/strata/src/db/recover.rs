@@ -15,7 +15,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::background::{delete_obsolete_files, write_table_from};
+use super::background::{build_table, delete_obsolete_files, write_table_from};
 use super::{DEFAULT_BLOCK_CACHE, DbInner, LevelStats, State};
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
@@ -399,41 +399,19 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     };
     let mut next_number = max_number + 1;
     let table_options = options.table_options();
-    let write_table = |number: u64,
-                       it: &mut dyn Cursor,
-                       keep: &mut dyn FnMut(&[u8]) -> bool,
-                       max_bytes: u64|
-     -> Result<Option<FileMetaData>> {
-        let path = filename::table(dir, number);
-        let mut builder =
-            crate::sstable::TableBuilder::new(env.new_writable(&path)?, table_options);
-        let (mut smallest, mut largest) = (Vec::new(), Vec::new());
-        while it.valid() && builder.file_size() < max_bytes {
-            if keep(it.key()) {
-                if smallest.is_empty() {
-                    smallest = it.key().to_vec();
-                }
-                largest.clear();
-                largest.extend_from_slice(it.key());
-                builder.add(it.key(), it.value())?;
-            }
-            it.next();
-        }
-        it.status()?;
-        let (mut f, size) = builder.finish()?;
-        f.sync()?;
-        if smallest.is_empty() {
-            drop(f);
-            let _ = env.remove_file(&path);
-            return Ok(None);
-        }
-        Ok(Some(FileMetaData {
-            number,
-            size,
-            smallest,
-            largest,
-        }))
-    };
+    let write_table =
+        |number: u64, it: &mut dyn Cursor, keep: &mut dyn FnMut(&[u8]) -> bool, max_bytes: u64| {
+            let path = filename::table(dir, number);
+            build_table(
+                env.as_ref(),
+                &path,
+                table_options,
+                number,
+                it,
+                keep,
+                max_bytes,
+            )
+        };
     // Logs: salvage every readable record into a table.
     for &n in &logs {
         let mem = Arc::new(MemTable::new());
