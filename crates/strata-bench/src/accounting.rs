@@ -55,7 +55,7 @@ pub fn disk_usage(dir: &Path) -> u64 {
 }
 
 /// The machine a run was made on.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Machine {
     /// CPU model name.
     pub cpu: String,

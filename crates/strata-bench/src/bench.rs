@@ -202,17 +202,22 @@ impl<'a> Runner<'a> {
     }
 
     /// Runs one benchmark. `None` for the ones that only print (stats, sstables).
-    pub fn run(&mut self, spec: &Spec) -> Result<Option<BenchResult>> {
-        // What an engine cannot do is reported as n/a before anything else happens: it
-        // must not reset the database the next benchmark reads.
-        let missing = if spec.batch > 1 && !self.kind.has_batches() {
+    /// Why this engine cannot run `spec` (an "n/a" row), if it cannot.
+    pub fn lacks(&self, spec: &Spec) -> Option<&'static str> {
+        if spec.batch > 1 && !self.kind.has_batches() {
             Some("no atomic batches")
         } else if spec.kind == Kind::Compact && !self.kind.has_compaction() {
             Some("no compaction")
         } else {
             None
-        };
-        if let Some(why) = missing {
+        }
+    }
+
+    /// Runs one benchmark; `None` for the ones that print no result line (n/a, stats).
+    pub fn run(&mut self, spec: &Spec) -> Result<Option<BenchResult>> {
+        // What an engine cannot do is reported as n/a before anything else happens: it
+        // must not reset the database the next benchmark reads.
+        if let Some(why) = self.lacks(spec) {
             println!("{:<12} : n/a ({} has {why})", spec.name, self.kind.name());
             return Ok(None);
         }
@@ -292,6 +297,11 @@ impl<'a> Runner<'a> {
             | Kind::SeekRandom
             | Kind::ReadWhileWriting => {
                 let mut m = format!("({found} of {ops} found)");
+                let asked = spec.reads * spec.threads as u64;
+                if spec.kind != Kind::ReadWhileWriting && self.flags.duration <= 0.0 && ops < asked
+                {
+                    m.push_str(&format!(" (read budget: {ops} of {asked} reads ran)"));
+                }
                 if let Some(w) = writer {
                     m.push_str(&format!(" (writer: {w:.0} writes/s)"));
                 }
@@ -421,15 +431,19 @@ fn new_hist(flags: &Flags) -> Result<Option<Histogram<u64>>> {
 }
 
 /// Loops `body` for `count` operations, or for `--duration` seconds, timing each.
+///
+/// `budget` (seconds, 0: none) ends a counted loop early once it has run that long.
 fn timed_loop(
     flags: &Flags,
     count: u64,
+    budget: f64,
     hist: &mut Option<Histogram<u64>>,
     mut body: impl FnMut(u64) -> Result<()>,
 ) -> Result<(u64, f64)> {
     let started = Instant::now();
     let deadline =
         (flags.duration > 0.0).then(|| started + Duration::from_secs_f64(flags.duration));
+    let cutoff = (budget > 0.0).then(|| started + Duration::from_secs_f64(budget));
     let mut i = 0u64;
     loop {
         if let Some(d) = deadline {
@@ -437,6 +451,11 @@ fn timed_loop(
                 break;
             }
         } else if i >= count {
+            break;
+        } else if let Some(c) = cutoff
+            && i.is_multiple_of(256)
+            && Instant::now() >= c
+        {
             break;
         }
         match hist.as_mut() {
@@ -470,7 +489,7 @@ fn thread_body(
     let (ops, seconds) = match spec.kind {
         Kind::WriteSeq | Kind::WriteRandom => {
             let batches = spec.num.div_ceil(spec.batch as u64);
-            let (n, s) = timed_loop(flags, batches, &mut hist, |b| {
+            let (n, s) = timed_loop(flags, batches, 0.0, &mut hist, |b| {
                 let first = b * spec.batch as u64;
                 let keyno = |j: u64, rng: &mut Rng| {
                     if spec.kind == Kind::WriteSeq {
@@ -502,7 +521,7 @@ fn thread_body(
             })?;
             (n * spec.batch as u64, s)
         }
-        Kind::DeleteSeq | Kind::DeleteRandom => timed_loop(flags, spec.num, &mut hist, |i| {
+        Kind::DeleteSeq | Kind::DeleteRandom => timed_loop(flags, spec.num, 0.0, &mut hist, |i| {
             let n = if spec.kind == Kind::DeleteSeq {
                 i
             } else {
@@ -532,7 +551,12 @@ fn thread_body(
             } else {
                 spec.num
             };
-            timed_loop(flags, spec.reads, &mut hist, |_| {
+            let budget = if spec.kind == Kind::ReadWhileWriting {
+                0.0
+            } else {
+                flags.read_budget
+            };
+            timed_loop(flags, spec.reads, budget, &mut hist, |_| {
                 key(rng.uniform(range), &mut k);
                 if spec.kind == Kind::ReadMissing {
                     k.push(b'.');
@@ -546,7 +570,7 @@ fn thread_body(
                 Ok(())
             })?
         }
-        Kind::SeekRandom => timed_loop(flags, spec.reads, &mut hist, |_| {
+        Kind::SeekRandom => timed_loop(flags, spec.reads, flags.read_budget, &mut hist, |_| {
             key(rng.uniform(spec.num), &mut k);
             if let Some(got) = engine.seek(&k)? {
                 if got == k {

@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::Result;
 
 /// How an engine is opened: memory budget, file layout, durability.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
     /// Block or page cache in bytes.
     pub cache_size: usize,

@@ -78,6 +78,12 @@ pub struct Flags {
     /// Run each benchmark for this many seconds instead of --num operations (0: off).
     #[arg(long, default_value_t = 0.0)]
     pub duration: f64,
+    /// Stop random-read benchmarks (readrandom, readmissing, readhot, seekrandom) after
+    /// this many seconds even if --reads are not all done (0: off). A prefix of a uniform
+    /// random key sequence is itself uniform, so the µs/op stays comparable; the result
+    /// line says how many reads ran. Lets the slowest engines fit a time-boxed suite.
+    #[arg(long = "read_budget", default_value_t = 0.0)]
+    pub read_budget: f64,
     /// Seed of the random key orders (identical for every engine).
     #[arg(long, default_value_t = 301)]
     pub seed: u64,

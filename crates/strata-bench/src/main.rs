@@ -6,6 +6,7 @@ mod bench;
 mod engine;
 mod flags;
 mod peers;
+mod report;
 mod results;
 mod suite;
 mod summary;
@@ -22,7 +23,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::bench::{KEY_SIZE, Runner};
 use crate::engine::{EngineKind, Settings};
 use crate::flags::Flags;
-use crate::results::{Document, EngineRun};
+use crate::results::{Document, EngineRun, NotAvailable};
 
 /// Peers that later builds add, named so `--engines` can say they are not built.
 const PEERS: &[&str] = &[
@@ -162,7 +163,16 @@ fn run(flags: &Flags) -> Result<()> {
                 };
                 let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
                 let mut results = Vec::new();
+                let mut not_available = Vec::new();
                 for (position, spec) in g.specs.iter().enumerate() {
+                    if let Some(why) = runner.lacks(spec) {
+                        not_available.push(NotAvailable {
+                            position,
+                            name: spec.name.clone(),
+                            row: spec.row.clone(),
+                            reason: format!("{} has {why}", kind.name()),
+                        });
+                    }
                     let bar = ProgressBar::new_spinner();
                     bar.set_style(
                         ProgressStyle::with_template("{spinner} {msg} {elapsed}")
@@ -202,6 +212,7 @@ fn run(flags: &Flags) -> Result<()> {
                     engine_version: kind.version(),
                     settings: settings(&g.flags),
                     results,
+                    not_available,
                 });
                 println!();
             }
@@ -221,6 +232,29 @@ fn run(flags: &Flags) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("report") {
+        let args = match report::Args::try_parse_from(std::env::args().skip(1)) {
+            Ok(a) => a,
+            Err(e) => {
+                let _ = e.print();
+                return if e.use_stderr() {
+                    ExitCode::from(2)
+                } else {
+                    ExitCode::SUCCESS
+                };
+            }
+        };
+        return match report::run(&args) {
+            Ok(index) => {
+                println!("report written to {}", index.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("strata-bench report: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let flags = match Flags::try_parse() {
         Ok(f) => f,
         Err(e) if e.use_stderr() => {

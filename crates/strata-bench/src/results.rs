@@ -1,13 +1,13 @@
 //! What a run produces: one line per benchmark in db_bench's format, and the same
 //! figures (and more) as JSON.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::accounting::Machine;
 use crate::engine::Settings;
 
 /// Latency percentiles in microseconds.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Percentiles {
     /// Median.
     pub p50: f64,
@@ -20,7 +20,7 @@ pub struct Percentiles {
 }
 
 /// One interval of a `--stats_interval` series.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Interval {
     /// Seconds since the benchmark started, at the end of the interval.
     pub at: f64,
@@ -31,7 +31,7 @@ pub struct Interval {
 }
 
 /// Every figure of one benchmark.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchResult {
     /// The benchmark's name (`fillseq`, ...).
     pub name: String,
@@ -95,7 +95,7 @@ impl BenchResult {
 }
 
 /// One engine's run of a list of benchmarks.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EngineRun {
     /// The engine's name.
     pub engine: String,
@@ -111,10 +111,26 @@ pub struct EngineRun {
     pub settings: Settings,
     /// The results, in order.
     pub results: Vec<BenchResult>,
+    /// The benchmarks this engine cannot run, with the reason ("n/a" rows).
+    #[serde(default)]
+    pub not_available: Vec<NotAvailable>,
+}
+
+/// A benchmark an engine cannot run (TreeDB has no batches, LMDB no compaction).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NotAvailable {
+    /// The benchmark's position in its group.
+    pub position: usize,
+    /// The benchmark.
+    pub name: String,
+    /// The suite row label.
+    pub row: String,
+    /// Why, such as "no atomic batches".
+    pub reason: String,
 }
 
 /// Everything a run of the tool produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Document {
     /// `strata-bench`.
     pub tool: String,

@@ -3,12 +3,12 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::results::EngineRun;
 
 /// One benchmark of one group, across engines.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryRow {
     /// The group (a section of the page).
     pub group: String,
@@ -22,6 +22,9 @@ pub struct SummaryRow {
     pub median_micros: BTreeMap<String, f64>,
     /// Engine to how many repeats it ran.
     pub repeats: BTreeMap<String, usize>,
+    /// Engine to why it could not run this benchmark.
+    #[serde(default)]
+    pub not_available: BTreeMap<String, String>,
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
@@ -45,6 +48,7 @@ struct Cell {
     row: String,
     benchmark: String,
     per_engine: BTreeMap<String, Vec<f64>>,
+    not_available: BTreeMap<String, String>,
 }
 
 /// Groups every run's results by (group, benchmark position) and takes medians.
@@ -58,11 +62,25 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
                 row: r.row.clone(),
                 benchmark: r.name.clone(),
                 per_engine: BTreeMap::new(),
+                not_available: BTreeMap::new(),
             });
             cell.per_engine
                 .entry(run.engine.clone())
                 .or_default()
                 .push(r.micros_per_op);
+        }
+        for na in &run.not_available {
+            let cell = cells
+                .entry((run.group_index, na.position))
+                .or_insert_with(|| Cell {
+                    group: run.group.clone(),
+                    row: na.row.clone(),
+                    benchmark: na.name.clone(),
+                    per_engine: BTreeMap::new(),
+                    not_available: BTreeMap::new(),
+                });
+            cell.not_available
+                .insert(run.engine.clone(), na.reason.clone());
         }
     }
     cells
@@ -83,6 +101,7 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
                 index,
                 median_micros,
                 repeats,
+                not_available: cell.not_available,
             }
         })
         .collect()
@@ -151,6 +170,7 @@ mod tests {
             index: 0,
             median_micros: m,
             repeats: BTreeMap::new(),
+            not_available: BTreeMap::new(),
         }];
         let t = table(&rows, &["strata", "leveldb", "lmdb"]);
         assert!(t.contains("3.000 (1.50)"), "{t}");

@@ -1,0 +1,339 @@
+//! The report's charts as SVG, drawn with `plotters`: a horizontal bar chart per workload
+//! (the LevelDB page's look) and line charts of `--stats_interval` series.
+
+use anyhow::{Result, anyhow};
+use plotters::coord::ranged1d::SegmentValue;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// Strata's bars: the one colour that stands out.
+const STRATA: RGBColor = RGBColor(0xc0, 0x39, 0x2b);
+/// Peers' bars.
+const PEER: RGBColor = RGBColor(0x4a, 0x6f, 0x8a);
+/// The 2011 page's bars, faded.
+const PUBLISHED: RGBColor = RGBColor(0xd5, 0xd8, 0xdc);
+const INK: RGBColor = RGBColor(0x22, 0x22, 0x22);
+const MUTED: RGBColor = RGBColor(0x88, 0x88, 0x88);
+const AHEAD: RGBColor = RGBColor(0x1e, 0x84, 0x49);
+const BEHIND: RGBColor = RGBColor(0xb0, 0x3a, 0x2e);
+
+/// Line colours of the series charts, one per engine in order.
+const LINES: [RGBColor; 10] = [
+    STRATA,
+    RGBColor(0x1f, 0x77, 0xb4),
+    RGBColor(0xff, 0x7f, 0x0e),
+    RGBColor(0x2c, 0xa0, 0x2c),
+    RGBColor(0x94, 0x67, 0xbd),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0xe3, 0x77, 0xc2),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0xbc, 0xbd, 0x22),
+    RGBColor(0x17, 0xbe, 0xcf),
+];
+
+/// What one bar of a workload's chart shows.
+#[derive(Debug, Clone)]
+pub enum Bar {
+    /// An engine measured in this run: operations per second, and its time per operation
+    /// relative to Strata's (`None` for Strata itself).
+    Measured {
+        /// Engine name.
+        engine: String,
+        /// Operations (entries) per second.
+        ops_per_sec: f64,
+        /// The engine's µs/op divided by Strata's.
+        ratio: Option<f64>,
+    },
+    /// An engine that cannot run the workload.
+    NotAvailable {
+        /// Engine name.
+        engine: String,
+        /// Why.
+        reason: String,
+    },
+    /// A figure from the 2011 page.
+    Published {
+        /// Engine name.
+        engine: String,
+        /// Operations per second the page published.
+        ops_per_sec: f64,
+    },
+}
+
+impl Bar {
+    fn label(&self) -> String {
+        match self {
+            Bar::Measured { engine, .. } | Bar::NotAvailable { engine, .. } => engine.clone(),
+            Bar::Published { engine, .. } => format!("{engine} (2011 page)"),
+        }
+    }
+
+    fn value(&self) -> f64 {
+        match self {
+            Bar::Measured { ops_per_sec, .. } | Bar::Published { ops_per_sec, .. } => *ops_per_sec,
+            Bar::NotAvailable { .. } => 0.0,
+        }
+    }
+}
+
+/// `1234567.8` as `1,234,568`.
+pub fn thousands(v: f64) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    let n = v.round() as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An axis tick: `2.5M`, `300k`, `40`.
+fn short(v: f64) -> String {
+    if v >= 1e6 {
+        format!("{:.1}M", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.0}k", v / 1e3)
+    } else {
+        format!("{v:.0}")
+    }
+}
+
+fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow!("drawing a chart: {e}")
+}
+
+/// A horizontal bar chart, first bar on top, each bar labelled with its figure and, for
+/// peers, the ratio of its time per operation to Strata's.
+pub fn bars(title: &str, unit: &str, bars: &[Bar]) -> Result<String> {
+    let n = bars.len().max(1);
+    let (width, height) = (860u32, 46 + 26 * n as u32 + 34);
+    let max = bars.iter().map(Bar::value).fold(0.0f64, f64::max);
+    let xmax = if max > 0.0 { max * 1.55 } else { 1.0 };
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 17).into_font().color(&INK))
+            .margin(10)
+            .x_label_area_size(30)
+            .y_label_area_size(190)
+            .build_cartesian_2d(0f64..xmax, (0..n).into_segmented())
+            .map_err(draw_err)?;
+        // Segment 0 is at the bottom: bar i sits in segment n-1-i so the first is on top.
+        let seg = |i: usize| n - 1 - i;
+        let labels: Vec<String> = bars.iter().map(Bar::label).collect();
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .y_label_formatter(&|v: &SegmentValue<usize>| match v {
+                SegmentValue::CenterOf(s) if *s < n => labels[n - 1 - *s].clone(),
+                _ => String::new(),
+            })
+            .y_label_style(("sans-serif", 13).into_font().color(&INK))
+            // One label per bar: plotters thins labels to the hint otherwise.
+            .y_labels(n + 1)
+            .x_labels(6)
+            .x_label_formatter(&|x: &f64| short(*x))
+            .x_desc(unit)
+            .draw()
+            .map_err(draw_err)?;
+        chart
+            .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
+                let color = match b {
+                    Bar::Measured { engine, .. } if engine == "strata" => STRATA,
+                    Bar::Measured { .. } => PEER,
+                    Bar::Published { .. } => PUBLISHED,
+                    Bar::NotAvailable { .. } => return None,
+                };
+                let mut r = Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(seg(i))),
+                        (b.value(), SegmentValue::Exact(seg(i) + 1)),
+                    ],
+                    color.filled(),
+                );
+                r.set_margin(4, 4, 0, 0);
+                Some(r)
+            }))
+            .map_err(draw_err)?;
+        let left = Pos::new(HPos::Left, VPos::Center);
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let at = (b.value() + xmax * 0.01, SegmentValue::CenterOf(seg(i)));
+                let (text, color) = match b {
+                    Bar::Measured {
+                        ratio, ops_per_sec, ..
+                    } => {
+                        let mut t = thousands(*ops_per_sec);
+                        let mut c = INK;
+                        if let Some(r) = ratio {
+                            t.push_str(&format!("   x{r:.2}"));
+                            c = if *r >= 1.0 { AHEAD } else { BEHIND };
+                        }
+                        (t, c)
+                    }
+                    Bar::Published { ops_per_sec, .. } => (thousands(*ops_per_sec), MUTED),
+                    Bar::NotAvailable { reason, .. } => (format!("n/a: {reason}"), MUTED),
+                };
+                Text::new(
+                    text,
+                    at,
+                    ("sans-serif", 12).into_font().color(&color).pos(left),
+                )
+            }))
+            .map_err(draw_err)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+/// One line of a series chart: an engine's (seconds, value) points.
+pub struct Line {
+    /// Engine name.
+    pub engine: String,
+    /// The points.
+    pub points: Vec<(f64, f64)>,
+}
+
+/// A line chart of throughput over time, one line per engine.
+pub fn lines(title: &str, y_desc: &str, lines: &[Line]) -> Result<String> {
+    let xmax = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max)
+        .max(1.0);
+    let ymax = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.1;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (860, 340)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 17).into_font().color(&INK))
+            .margin(10)
+            .x_label_area_size(34)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(draw_err)?;
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .x_desc("seconds")
+            .y_desc(y_desc)
+            .y_label_formatter(&|y: &f64| short(*y))
+            .draw()
+            .map_err(draw_err)?;
+        for (i, l) in lines.iter().enumerate() {
+            let color = LINES[i % LINES.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    l.points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(draw_err)?
+                .label(l.engine.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(MUTED)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(draw_err)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well() {
+        assert_eq!(thousands(1_234_567.4), "1,234,567");
+        assert_eq!(thousands(999.0), "999");
+        assert_eq!(thousands(1000.0), "1,000");
+        assert_eq!(short(2_500_000.0), "2.5M");
+        assert_eq!(short(300_000.0), "300k");
+    }
+
+    #[test]
+    fn a_bar_chart_names_every_bar() {
+        let svg = bars(
+            "1B readrandom",
+            "operations per second",
+            &[
+                Bar::Measured {
+                    engine: "strata".into(),
+                    ops_per_sec: 200_000.0,
+                    ratio: None,
+                },
+                Bar::Measured {
+                    engine: "leveldb".into(),
+                    ops_per_sec: 150_000.0,
+                    ratio: Some(1.33),
+                },
+                Bar::NotAvailable {
+                    engine: "kyoto-treedb".into(),
+                    reason: "no atomic batches".into(),
+                },
+                Bar::Published {
+                    engine: "leveldb".into(),
+                    ops_per_sec: 129_000.0,
+                },
+            ],
+        )
+        .unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
+        for text in [
+            "strata",
+            "leveldb (2011 page)",
+            "kyoto-treedb",
+            "n/a: no atomic batches",
+            "200,000",
+            "x1.33",
+            "129,000",
+        ] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        // Three filled bars (n/a has none) in their colours.
+        assert!(svg.contains("#C0392B") || svg.contains("#c0392b"));
+    }
+
+    #[test]
+    fn a_line_chart_has_a_legend() {
+        let svg = lines(
+            "1 reader",
+            "reads per second",
+            &[
+                Line {
+                    engine: "strata".into(),
+                    points: vec![(1.0, 10.0), (2.0, 20.0)],
+                },
+                Line {
+                    engine: "lmdb".into(),
+                    points: vec![(1.0, 15.0), (2.0, 5.0)],
+                },
+            ],
+        )
+        .unwrap();
+        assert!(svg.contains("strata") && svg.contains("lmdb"));
+        assert!(svg.contains("<polyline") || svg.contains("<path"));
+    }
+}

@@ -1,0 +1,581 @@
+//! `strata-bench report RESULTS.json... --out DIR`: the benchmark page.
+//!
+//! Reads the JSON of one or more runs and writes `DIR/index.html`, a self-contained page
+//! (inline SVG and CSS, nothing fetched) with one horizontal bar chart per workload in the
+//! LevelDB page's order, each engine's ratio to Strata beside its bar, the 2011 page's
+//! figures as a faded row, line charts of `--stats_interval` series, a summary table and
+//! the settings and machine. Every chart is also written to `DIR/charts/*.svg`.
+//!
+//! Runs from several files are pooled: the medians are taken over every repeat of every
+//! file, so files must come from the same suite and settings (the page lists its sources).
+
+mod charts;
+mod published;
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+
+use crate::results::{Document, EngineRun};
+use crate::summary::{self, SummaryRow};
+use charts::{Bar, Line, thousands};
+
+/// The command line of `strata-bench report`.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "strata-bench report",
+    about = "Draws the benchmark page from --json results"
+)]
+pub struct Args {
+    /// JSON files written by `strata-bench --json`.
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    /// The directory to write `index.html` and `charts/` into (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+/// Writes the page; returns the path of `index.html`.
+pub fn run(args: &Args) -> Result<PathBuf> {
+    let mut docs = Vec::new();
+    for f in &args.files {
+        let text = std::fs::read_to_string(f).with_context(|| format!("read {}", f.display()))?;
+        let doc: Document = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a strata-bench --json file", f.display()))?;
+        docs.push(doc);
+    }
+    let page = Page::new(&docs, &args.files)?;
+    let charts_dir = args.out.join("charts");
+    std::fs::create_dir_all(&charts_dir)
+        .with_context(|| format!("create {}", charts_dir.display()))?;
+    let html = page.render(&charts_dir)?;
+    let index = args.out.join("index.html");
+    std::fs::write(&index, html).with_context(|| format!("write {}", index.display()))?;
+    Ok(index)
+}
+
+/// Everything the page shows, pooled from the input documents.
+struct Page<'a> {
+    docs: &'a [Document],
+    sources: Vec<String>,
+    runs: Vec<EngineRun>,
+    engines: Vec<String>,
+    rows: Vec<SummaryRow>,
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// `YYYY-MM-DD HH:MM UTC` of a Unix time (days-to-civil conversion, proleptic Gregorian).
+pub fn utc(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
+        secs / 3600,
+        (secs % 3600) / 60
+    )
+}
+
+/// A chart file name: `03-1b-readrandom.svg`.
+fn slug(n: usize, row: &str, name: &str) -> String {
+    let clean: String = format!("{row}-{name}")
+        .to_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{n:02}-{}.svg", clean.trim_matches('-'))
+}
+
+impl<'a> Page<'a> {
+    fn new(docs: &'a [Document], files: &[PathBuf]) -> Result<Self> {
+        if docs.is_empty() {
+            bail!("no results to draw");
+        }
+        let suites: Vec<_> = docs.iter().map(|d| d.suite.clone()).collect();
+        if suites.iter().any(|s| *s != suites[0]) {
+            bail!(
+                "the files come from different suites ({suites:?}); draw them one suite at a time"
+            );
+        }
+        // Pooled runs: repeats of every file count as rounds of one run.
+        let mut runs = Vec::new();
+        let mut engines: Vec<String> = Vec::new();
+        for (i, d) in docs.iter().enumerate() {
+            for r in &d.runs {
+                let mut r = r.clone();
+                r.round += i * 1000;
+                if !engines.contains(&r.engine) {
+                    engines.push(r.engine.clone());
+                }
+                runs.push(r);
+            }
+        }
+        // Strata first, then the others as the run ordered them.
+        engines.sort_by_key(|e| e != "strata");
+        let rows = summary::summarize(&runs);
+        Ok(Page {
+            docs,
+            sources: files.iter().map(|f| display_name(f)).collect(),
+            runs,
+            engines,
+            rows,
+        })
+    }
+
+    fn rounds(&self) -> usize {
+        let mut rounds: Vec<usize> = self.runs.iter().map(|r| r.round).collect();
+        rounds.sort_unstable();
+        rounds.dedup();
+        rounds.len()
+    }
+
+    /// Notes a run printed for a cell (the read budget, found counts), from the first round.
+    fn messages(&self, group_index: usize, index: usize) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for e in &self.engines {
+            let first = self.runs.iter().find(|r| {
+                r.engine == *e && r.group_index == group_index && r.round == self.first_round()
+            });
+            if let Some(res) = first.and_then(|r| {
+                r.results
+                    .iter()
+                    .enumerate()
+                    .find(|(i, x)| x.position.unwrap_or(*i) == index)
+                    .map(|(_, x)| x)
+            }) && res.message.contains("read budget")
+            {
+                out.push((e.clone(), res.message.clone()));
+            }
+        }
+        out
+    }
+
+    fn first_round(&self) -> usize {
+        self.runs.iter().map(|r| r.round).min().unwrap_or(0)
+    }
+
+    fn group_index_of(&self, row: &SummaryRow) -> usize {
+        self.runs
+            .iter()
+            .find(|r| r.group == row.group)
+            .map(|r| r.group_index)
+            .unwrap_or(0)
+    }
+
+    fn bars_of(&self, row: &SummaryRow) -> Vec<Bar> {
+        let strata = row.median_micros.get("strata").copied();
+        let mut out = Vec::new();
+        for e in &self.engines {
+            if let Some(m) = row.median_micros.get(e) {
+                out.push(Bar::Measured {
+                    engine: e.clone(),
+                    ops_per_sec: if *m > 0.0 { 1e6 / m } else { 0.0 },
+                    ratio: match strata {
+                        Some(s) if s > 0.0 && e != "strata" => Some(m / s),
+                        _ => None,
+                    },
+                });
+            } else if let Some(why) = row.not_available.get(e) {
+                out.push(Bar::NotAvailable {
+                    engine: e.clone(),
+                    reason: why.split(" has ").nth(1).unwrap_or(why).to_string(),
+                });
+            } else {
+                out.push(Bar::NotAvailable {
+                    engine: e.clone(),
+                    reason: "not measured in this run".into(),
+                });
+            }
+        }
+        for (engine, ops) in published::figures(&row.row, &row.benchmark) {
+            if self.engines.iter().any(|e| e == engine) {
+                out.push(Bar::Published {
+                    engine: (*engine).to_string(),
+                    ops_per_sec: *ops,
+                });
+            }
+        }
+        out
+    }
+
+    fn render(&self, charts_dir: &Path) -> Result<String> {
+        let doc = &self.docs[0];
+        let mut h = String::new();
+        let title = match doc.suite.as_deref() {
+            Some("baseline") => "LevelDB's benchmark page, redrawn on this machine".to_string(),
+            Some(s) => format!("strata-bench: the {s} suite"),
+            None => "strata-bench results".to_string(),
+        };
+        let _ = write!(
+            h,
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <title>{t}</title><style>{css}</style></head><body><main>\
+             <h1>{t}</h1>",
+            t = esc(&title),
+            css = CSS
+        );
+        let m = &doc.machine;
+        let _ = write!(
+            h,
+            "<p class=\"lede\">Strata and {peers} peers through the same <code>strata-bench</code> \
+             workloads, one engine after another in each round, {rounds} round{s}; every figure \
+             is the median over the rounds. Run {date} on {cpu} ({cores} cores, {mem:.0} GiB, \
+             {fs}, Linux {kernel}).</p>",
+            peers = self.engines.len().saturating_sub(1),
+            rounds = self.rounds(),
+            s = if self.rounds() == 1 { "" } else { "s" },
+            date = esc(&utc(doc.started_unix)),
+            cpu = esc(&m.cpu),
+            cores = m.cores,
+            mem = m.memory as f64 / (1u64 << 30) as f64,
+            fs = esc(&m.filesystem),
+            kernel = esc(&m.kernel),
+        );
+        h.push_str(
+            "<p class=\"how\">Bars are operations per second (entries per second for batches): \
+             longer is better. <span class=\"strata\">Strata</span> is red. Beside each peer, \
+             <b>x</b> is that engine's time per operation divided by Strata's: \
+             <span class=\"ahead\">above 1, Strata is faster</span>; \
+             <span class=\"behind\">below 1, the peer is</span>. Grey bars are the figures \
+             LevelDB's page published in 2011 on that era's hardware: they show the page's \
+             shape, not targets.</p>",
+        );
+        let _ = write!(
+            h,
+            "<p class=\"how\">OS page cache: {}.</p>",
+            esc(&doc.page_cache)
+        );
+        h.push_str("<nav><a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
+
+        // Bar charts, group by group.
+        let mut group = None;
+        for (n, row) in self.rows.iter().enumerate() {
+            if group != Some(&row.group) {
+                if group.is_some() {
+                    h.push_str("</section>");
+                }
+                let _ = write!(
+                    h,
+                    "<section><h2>{}</h2>",
+                    esc(if row.group.is_empty() {
+                        "Benchmarks"
+                    } else {
+                        &row.group
+                    })
+                );
+                group = Some(&row.group);
+            }
+            let label = if row.row.is_empty() {
+                row.benchmark.clone()
+            } else {
+                format!("{} {}", row.row, row.benchmark)
+            };
+            let unit = if row.benchmark.contains("batch") {
+                "entries per second"
+            } else {
+                "operations per second"
+            };
+            let svg = charts::bars(&label, unit, &self.bars_of(row))?;
+            let file = slug(n, &row.row, &row.benchmark);
+            std::fs::write(charts_dir.join(&file), &svg)
+                .with_context(|| format!("write {}", charts_dir.join(&file).display()))?;
+            let _ = write!(
+                h,
+                "<figure id=\"{id}\" data-workload=\"{label}\">{svg}<figcaption>",
+                id = esc(file.trim_end_matches(".svg")),
+                label = esc(&label)
+            );
+            let gi = self.group_index_of(row);
+            for (e, msg) in self.messages(gi, row.index) {
+                let _ = write!(h, "<span>{}: {}</span> ", esc(&e), esc(&msg));
+            }
+            let _ = write!(
+                h,
+                "<a href=\"charts/{f}\">SVG</a></figcaption></figure>",
+                f = esc(&file)
+            );
+        }
+        if group.is_some() {
+            h.push_str("</section>");
+        }
+
+        self.render_series(&mut h, charts_dir)?;
+        self.render_summary(&mut h);
+        self.render_settings(&mut h);
+        let _ = writeln!(
+            h,
+            "<footer>Drawn by <code>strata-bench report</code> {} from {}.</footer></main></body></html>",
+            esc(&doc.version),
+            esc(&self.sources.join(", "))
+        );
+        Ok(h)
+    }
+
+    /// Line charts of every result with a `--stats_interval` series (first round).
+    fn render_series(&self, h: &mut String, charts_dir: &Path) -> Result<()> {
+        // (group, position) to the chart title and the reads and writes lines.
+        type Cell = (String, Vec<Line>, Vec<Line>);
+        let mut cells: BTreeMap<(usize, usize), Cell> = BTreeMap::new();
+        let first = self.first_round();
+        for e in &self.engines {
+            for run in self
+                .runs
+                .iter()
+                .filter(|r| r.engine == *e && r.round == first)
+            {
+                for (i, res) in run.results.iter().enumerate() {
+                    if res.series.is_empty() {
+                        continue;
+                    }
+                    let key = (run.group_index, res.position.unwrap_or(i));
+                    let title = if res.row.is_empty() {
+                        format!("{} {}", run.group, res.name)
+                    } else {
+                        res.row.clone()
+                    };
+                    let cell = cells
+                        .entry(key)
+                        .or_insert_with(|| (title, Vec::new(), Vec::new()));
+                    cell.1.push(Line {
+                        engine: e.clone(),
+                        points: res.series.iter().map(|p| (p.at, p.reads_per_sec)).collect(),
+                    });
+                    cell.2.push(Line {
+                        engine: e.clone(),
+                        points: res
+                            .series
+                            .iter()
+                            .map(|p| (p.at, p.writes_per_sec))
+                            .collect(),
+                    });
+                }
+            }
+        }
+        if cells.is_empty() {
+            return Ok(());
+        }
+        h.push_str("<section><h2>Throughput over time</h2>");
+        for (n, (_, (title, reads, writes))) in cells.iter().enumerate() {
+            for (what, lines) in [("reads", reads), ("writes", writes)] {
+                if lines.iter().all(|l| l.points.iter().all(|p| p.1 == 0.0)) {
+                    continue;
+                }
+                let svg = charts::lines(
+                    &format!("{title}: {what} per second"),
+                    &format!("{what} per second"),
+                    lines,
+                )?;
+                let file = format!("series-{n:02}-{what}.svg");
+                std::fs::write(charts_dir.join(&file), &svg)
+                    .with_context(|| format!("write {}", charts_dir.join(&file).display()))?;
+                let _ = write!(
+                    h,
+                    "<figure data-workload=\"{t}\">{svg}<figcaption><a href=\"charts/{f}\">SVG</a></figcaption></figure>",
+                    t = esc(title),
+                    f = esc(&file)
+                );
+            }
+        }
+        h.push_str("</section>");
+        Ok(())
+    }
+
+    fn render_summary(&self, h: &mut String) {
+        h.push_str(
+            "<section id=\"summary\"><h2>Summary</h2><p class=\"how\">Median µs per operation; \
+             in brackets the time relative to Strata's (above 1: slower than Strata).</p>\
+             <div class=\"scroll\"><table><thead><tr><th>row</th><th>benchmark</th>",
+        );
+        for e in &self.engines {
+            let _ = write!(h, "<th>{}</th>", esc(e));
+        }
+        h.push_str("</tr></thead><tbody>");
+        let mut group = None;
+        for r in &self.rows {
+            if group != Some(&r.group) {
+                let _ = write!(
+                    h,
+                    "<tr class=\"group\"><td colspan=\"{}\">{}</td></tr>",
+                    self.engines.len() + 2,
+                    esc(&r.group)
+                );
+                group = Some(&r.group);
+            }
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td>",
+                esc(&r.row),
+                esc(&r.benchmark)
+            );
+            let strata = r.median_micros.get("strata").copied();
+            for e in &self.engines {
+                match (r.median_micros.get(e), strata) {
+                    (Some(m), Some(s)) if s > 0.0 && e != "strata" => {
+                        let ratio = m / s;
+                        let class = if ratio >= 1.0 { "ahead" } else { "behind" };
+                        let _ = write!(
+                            h,
+                            "<td>{} <span class=\"{class}\">({ratio:.2})</span></td>",
+                            micros(*m)
+                        );
+                    }
+                    (Some(m), _) => {
+                        let _ = write!(h, "<td>{}</td>", micros(*m));
+                    }
+                    (None, _) => {
+                        let _ = write!(h, "<td class=\"na\">n/a</td>");
+                    }
+                }
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table></div></section>");
+    }
+
+    fn render_settings(&self, h: &mut String) {
+        let doc = &self.docs[0];
+        h.push_str("<section id=\"settings\"><h2>Settings and machine</h2>");
+        h.push_str("<h3>Engines</h3><table><thead><tr><th>engine</th><th>version and build</th></tr></thead><tbody>");
+        for e in &self.engines {
+            let version = self
+                .runs
+                .iter()
+                .find(|r| r.engine == *e)
+                .map(|r| r.engine_version.clone())
+                .unwrap_or_default();
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(e), esc(&version));
+        }
+        h.push_str("</tbody></table>");
+        h.push_str(
+            "<h3>Groups</h3><p class=\"how\">Every engine gets the same settings in a group; \
+             how each engine maps them is in docs/bench.md.</p><div class=\"scroll\"><table><thead><tr>\
+             <th>group</th><th>cache</th><th>write buffer</th><th>table file</th><th>block</th>\
+             <th>Bloom bits</th><th>compression</th></tr></thead><tbody>",
+        );
+        let mut seen = Vec::new();
+        for r in &self.runs {
+            if seen.contains(&r.group_index) {
+                continue;
+            }
+            seen.push(r.group_index);
+            let s = &r.settings;
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.group),
+                bytes(s.cache_size),
+                bytes(s.write_buffer_size),
+                bytes(s.max_file_size),
+                bytes(s.block_size),
+                s.bloom_bits
+                    .map(|b| b.to_string())
+                    .unwrap_or_else(|| "none".into()),
+                if s.compression {
+                    "Snappy (or the engine's)"
+                } else {
+                    "off"
+                },
+            );
+        }
+        h.push_str("</tbody></table></div>");
+        let m = &doc.machine;
+        let _ = write!(
+            h,
+            "<h3>Machine and command</h3><table><tbody>\
+             <tr><td>CPU</td><td>{}</td></tr><tr><td>cores</td><td>{}</td></tr>\
+             <tr><td>memory</td><td>{} bytes</td></tr><tr><td>filesystem</td><td>{}</td></tr>\
+             <tr><td>kernel</td><td>{}</td></tr><tr><td>started</td><td>{}</td></tr>\
+             <tr><td>command</td><td><code>{}</code></td></tr><tr><td>rounds</td><td>{}</td></tr>\
+             </tbody></table></section>",
+            esc(&m.cpu),
+            m.cores,
+            thousands(m.memory as f64),
+            esc(&m.filesystem),
+            esc(&m.kernel),
+            esc(&utc(doc.started_unix)),
+            esc(&doc.args.join(" ")),
+            self.rounds()
+        );
+    }
+}
+
+fn display_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| p.display().to_string())
+}
+
+fn micros(m: f64) -> String {
+    if m >= 100.0 {
+        format!("{m:.0}")
+    } else if m >= 1.0 {
+        format!("{m:.2}")
+    } else {
+        format!("{m:.3}")
+    }
+}
+
+fn bytes(n: usize) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else if n >= 1 << 10 && n.is_multiple_of(1 << 10) {
+        format!("{} KiB", n >> 10)
+    } else {
+        format!("{n} B")
+    }
+}
+
+const CSS: &str = "body{margin:0;background:#fafafa;color:#222;font:15px/1.5 system-ui,sans-serif}\
+main{max-width:900px;margin:0 auto;padding:24px}h1{font-size:26px;margin:0 0 8px}\
+h2{font-size:20px;margin:32px 0 8px;border-bottom:1px solid #ddd}h3{font-size:16px}\
+.lede{font-size:16px}.how{color:#555;font-size:14px}.strata{color:#c0392b;font-weight:600}\
+.ahead{color:#1e8449}.behind{color:#b03a2e}figure{margin:12px 0;background:#fff;\
+border:1px solid #e5e5e5}figure svg{display:block;max-width:100%;height:auto}\
+figcaption{font-size:12px;color:#777;padding:2px 8px 6px}figcaption a{float:right}\
+table{border-collapse:collapse;font-size:13px;background:#fff}td,th{border:1px solid #e2e2e2;\
+padding:3px 6px;text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}\
+tr.group td{text-align:left;background:#f0f0f0;font-weight:600}.na{color:#999}\
+.scroll{overflow-x:auto}footer{margin-top:32px;color:#888;font-size:12px}nav{font-size:14px}";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_utc() {
+        assert_eq!(utc(0), "1970-01-01 00:00 UTC");
+        assert_eq!(utc(1_795_305_600), "2026-11-22 00:00 UTC");
+        assert_eq!(
+            utc(951_782_400 + 3600 * 13 + 60 * 7),
+            "2000-02-29 13:07 UTC"
+        );
+    }
+
+    #[test]
+    fn slugs_are_file_names() {
+        assert_eq!(slug(3, "1B", "readrandom"), "03-1b-readrandom.svg");
+        assert_eq!(slug(12, "", "compact"), "12-compact.svg");
+    }
+
+    #[test]
+    fn escaping() {
+        assert_eq!(esc("<a & \"b\">"), "&lt;a &amp; &quot;b&quot;&gt;");
+    }
+}

@@ -1,0 +1,164 @@
+//! The report page, end to end: a small baseline run on every engine built in, the page
+//! drawn from its JSON, then rendered by headless Chromium. The rendered DOM must name every
+//! engine and every workload, and the screenshot must show Strata's bars.
+
+// A test: failing loudly on any unexpected state is the point.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::Path;
+use std::process::Command;
+
+const BIN: &str = env!("CARGO_BIN_EXE_strata-bench");
+
+/// Strata's bar colour in the charts (`report/charts.rs`).
+const STRATA_RED: [u8; 3] = [0xc0, 0x39, 0x2b];
+
+fn chromium() -> String {
+    for name in ["chromium-headless-shell", "chromium", "chromium-browser"] {
+        if Command::new(name)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            return name.to_string();
+        }
+    }
+    panic!(
+        "no headless Chromium found: install Debian's chromium-headless-shell \
+         (scripts/install-deps.sh, run by make test, does)"
+    );
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().expect("start a command");
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_page_names_every_engine_and_workload_and_renders() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("baseline.json");
+    let stdout = run(Command::new(BIN)
+        .args(["--suite", "baseline", "--engines=all", "--num=2000"])
+        .arg(format!("--db={}", dir.path().join("db").display()))
+        .arg(format!("--json={}", json.display())));
+    let mut engines: Vec<String> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("Engine:"))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .collect();
+    engines.sort();
+    engines.dedup();
+    assert!(engines.contains(&"strata".to_string()), "{stdout}");
+    // Every peer this build has: nine of them with the default features.
+    #[cfg(all(
+        feature = "leveldb",
+        feature = "rocksdb",
+        feature = "sqlite",
+        feature = "kyoto",
+        feature = "wiredtiger",
+        feature = "lmdb",
+        feature = "fjall"
+    ))]
+    assert_eq!(engines.len(), 10, "{engines:?}");
+
+    let out = dir.path().join("report");
+    run(Command::new(BIN)
+        .arg("report")
+        .arg(&json)
+        .arg("--out")
+        .arg(&out));
+    let index = out.join("index.html");
+    let charts = std::fs::read_dir(out.join("charts")).unwrap().count();
+    // 24 rows in the baseline suite, one chart each.
+    assert!(charts >= 24, "{charts} charts");
+
+    let browser = chromium();
+    let url = format!("file://{}", index.display());
+    let dom = run(Command::new(&browser)
+        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
+        .arg(&url));
+    for e in &engines {
+        assert!(
+            dom.contains(&format!(">{e}<")),
+            "engine {e} missing from the rendered page"
+        );
+    }
+    for workload in [
+        "1C fillseq",
+        "2C fillsync",
+        "1D fillrandom",
+        "1D overwrite",
+        "1B readrandom",
+        "1A readseq",
+        "1A readreverse",
+        "2A fill100K",
+        "2B fillbatch",
+        "2B fillrandbatch",
+        "2D fillseq",
+        "2D fillrandom",
+        "2E fillseq",
+        "2E fillrandom",
+        "3A readrandom",
+        "3A readseq",
+        "3B readrandom",
+        "3B readseq",
+    ] {
+        assert!(
+            dom.contains(&format!("data-workload=\"{workload}\"")),
+            "workload {workload} missing from the rendered page"
+        );
+    }
+    if engines.contains(&"kyoto-treedb".to_string()) {
+        assert!(
+            dom.contains("n/a: no atomic batches"),
+            "TreeDB's batch rows must say n/a"
+        );
+    }
+
+    let shot = dir.path().join("page.png");
+    run(Command::new(&browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+        ])
+        .arg("--window-size=1000,2400")
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(&url));
+    assert_strata_red(&shot);
+}
+
+/// Decodes the screenshot and checks a visible share of it is Strata's bar colour.
+fn assert_strata_red(png_path: &Path) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(png_path).unwrap(),
+    ));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    assert!(channels >= 3, "{:?}", info.color_type);
+    let pixels = &buf[..info.buffer_size()];
+    let red = pixels
+        .chunks_exact(channels)
+        .filter(|p| {
+            p[..3]
+                .iter()
+                .zip(STRATA_RED)
+                .all(|(a, b)| a.abs_diff(b) <= 6)
+        })
+        .count();
+    let total = pixels.len() / channels;
+    assert!(
+        red * 1000 > total,
+        "the screenshot shows almost no Strata bars ({red} of {total} pixels)"
+    );
+}
