@@ -37,5 +37,5 @@ pub mod version;
 pub use batch::WriteBatch;
 pub use db::{Db, DbIterator, KeyValue, LevelIter, MAX_KEY_SIZE, MAX_VALUE_SIZE, Range};
 pub use error::{Corruption, Error, Result};
-pub use options::{Options, ReadOptions, WriteOptions};
+pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions};
 pub use snapshot::Snapshot;

@@ -9,6 +9,24 @@ use crate::error::{Error, Result};
 use crate::snapshot::Snapshot;
 use crate::sstable::{Compression, TableOptions};
 
+/// What opening a database does with damaged write-ahead log records (RocksDB's WAL
+/// recovery modes). Every drop is written to `LOG` and to the `strata.recovery` property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RecoveryMode {
+    /// Replay up to the first damaged record of the newest log and drop everything after
+    /// it: what a crash leaves is a torn or garbled tail of unsynced writes, and the
+    /// database comes back as of a point in time. Damage in an older log (which was
+    /// synced in full before the next one started) is [`Error::Corruption`].
+    #[default]
+    PointInTime,
+    /// Any damaged or torn record, even a crash's torn tail, refuses to open.
+    AbsoluteConsistency,
+    /// Skip damaged records wherever they are and keep every readable one (LevelDB's
+    /// behaviour): for getting what can be got out of a damaged database. The result may
+    /// have holes.
+    Salvage,
+}
+
 /// How a database is opened and how it lays out its files.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -17,8 +35,12 @@ pub struct Options {
     /// Refuse to open a database that exists (default false).
     pub error_if_exists: bool,
     /// Treat any damage found while opening (including a torn WAL tail) as an error
-    /// (default false: a torn tail is dropped and logged, as LevelDB does).
+    /// (default false). `true` is [`RecoveryMode::AbsoluteConsistency`] whatever
+    /// `recovery_mode` says.
     pub paranoid_checks: bool,
+    /// What opening does with damaged write-ahead log records (default
+    /// [`RecoveryMode::PointInTime`]).
+    pub recovery_mode: RecoveryMode,
     /// Bytes of writes gathered in memory before a flush to a table (default 4 MiB).
     pub write_buffer_size: usize,
     /// Table files kept open at once (default 1000).
@@ -40,12 +62,24 @@ pub struct Options {
     pub env: Arc<dyn Env>,
 }
 
+impl Options {
+    /// The recovery mode in force (`paranoid_checks` forces absolute consistency).
+    pub fn effective_recovery_mode(&self) -> RecoveryMode {
+        if self.paranoid_checks {
+            RecoveryMode::AbsoluteConsistency
+        } else {
+            self.recovery_mode
+        }
+    }
+}
+
 impl Default for Options {
     fn default() -> Self {
         Options {
             create_if_missing: false,
             error_if_exists: false,
             paranoid_checks: false,
+            recovery_mode: RecoveryMode::PointInTime,
             write_buffer_size: 4 << 20,
             max_open_files: 1000,
             block_cache: None,

@@ -95,6 +95,8 @@ struct State {
     slowdowns: u64,
     stops: u64,
     flushes: u64,
+    /// What recovery dropped or skipped when this database opened (`strata.recovery`).
+    recovery_notes: Vec<String>,
 }
 
 pub(crate) struct DbInner {

@@ -64,6 +64,11 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
                 + db.table_cache.block_cache().usage();
             Some(mem.to_string())
         }
+        "strata.recovery" => Some(if st.recovery_notes.is_empty() {
+            "nothing dropped\n".to_string()
+        } else {
+            st.recovery_notes.iter().map(|n| format!("{n}\n")).collect()
+        }),
         "strata.stats" => {
             let mut s = String::new();
             let total =

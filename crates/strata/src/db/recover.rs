@@ -4,11 +4,16 @@
 //! manifest; replay the WALs the manifest still needs into memtables and flush them to
 //! level 0; start a fresh WAL and a fresh manifest; delete what is obsolete.
 //!
-//! WAL damage policy: a torn tail (the last write of a crashed writer) ends the replay
-//! there: every later record and log is dropped, so the recovered state is a prefix of
-//! the write history; it is written to `LOG`, and is an error with `paranoid_checks`.
-//! Any other damage is [`Error::Corruption`] (LevelDB skips it silently unless paranoid;
-//! Strata refuses to open rather than lose acknowledged writes without a word).
+//! WAL damage policy ([`RecoveryMode`], `docs/durability.md` C8):
+//! - point in time (default): the first damaged record of the newest log, or a torn tail
+//!   of any log, ends the replay there and every later record and log is dropped, so the
+//!   recovered state is a prefix of the write history. Other damage in an older log is
+//!   [`Error::Corruption`]: older logs were synced in full before the next one started, so
+//!   no crash explains it (LevelDB skips it silently unless paranoid).
+//! - absolute consistency (or `paranoid_checks`): any dropped byte refuses to open.
+//! - salvage: damaged records are skipped wherever they are; the rest is replayed.
+//!
+//! Every drop is written to `LOG` and kept for the `strata.recovery` property.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::Path;
@@ -26,7 +31,7 @@ use crate::iter::Cursor;
 use crate::key::ParsedInternalKey;
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{Options, RecoveryMode};
 use crate::snapshot::SnapshotList;
 use crate::sstable::Table;
 use crate::table_cache::TableCache;
@@ -105,6 +110,12 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let mut versions = VersionSet::new(dir, Arc::clone(&env));
     versions.recover()?;
     check_tables_exist(env.as_ref(), dir, &versions)?;
+    // The previous run's LOG becomes LOG.old, as in LevelDB (only now: an open refused
+    // above leaves the directory as it found it).
+    let log = dir.join("LOG");
+    if env.exists(&log) {
+        let _ = env.rename(&log, &dir.join("LOG.old"));
+    }
 
     let block_cache = options
         .block_cache
@@ -137,6 +148,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             slowdowns: 0,
             stops: 0,
             flushes: 0,
+            recovery_notes: Vec::new(),
         }),
         writers_cv: Condvar::new(),
         bg_cv: Condvar::new(),
@@ -146,6 +158,14 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         options,
     };
     let mut edit = VersionEdit::default();
+    {
+        let mut st = db.lock();
+        let notes = std::mem::take(&mut st.versions.recovery_notes);
+        for note in &notes {
+            info_log(env.as_ref(), dir, &format!("recovery: {note}"));
+        }
+        st.recovery_notes.extend(notes);
+    }
     replay_logs(&db, &mut edit)?;
 
     let mut st = db.lock();
@@ -214,14 +234,31 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
     let mut mem = Arc::new(MemTable::new());
     let mut max_seq = 0u64;
     let mut stopped = false;
+    let mode = db.options.effective_recovery_mode();
+    let mut notes = Vec::new();
+    // Where point-in-time replay stopped: (file, offset, what).
+    let mut stop: Option<(String, u64, String)> = None;
     for &number in &logs {
         db.lock().versions.mark_file_number_used(number);
-        if stopped {
-            info_log(
-                db.env.as_ref(),
-                &db.dir,
-                &format!("recovery: skipping log {number} after a torn tail"),
-            );
+        if let Some((file, offset, what)) = &stop {
+            // A later log with a record proves the damaged one was complete and synced
+            // before this one was written (the writer syncs a log before switching), so
+            // no crash explains the damage.
+            if log_has_a_record(db, number)? {
+                return Err(Error::corruption(
+                    file,
+                    *offset,
+                    format!(
+                        "write-ahead log damaged ({what}) although a later log ({number}) \
+                         holds records: this is damage to synced data, not a torn tail \
+                         (RecoveryMode::Salvage skips it)"
+                    ),
+                ));
+            }
+            notes.push(format!(
+                "skipped log {number}: it follows the point where replay stopped and holds \
+                 no record"
+            ));
             continue;
         }
         let path = filename::log(&db.dir, number);
@@ -231,35 +268,36 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
         loop {
             let more = reader.read_record(&mut record)?;
             for d in reader.take_dropped() {
-                if !d.reason.is_torn_tail() {
-                    return Err(Error::corruption(
-                        &name,
-                        d.offset,
-                        format!(
-                            "write-ahead log damaged ({:?}, {} bytes dropped)",
-                            d.reason, d.bytes
-                        ),
-                    ));
-                }
-                if db.options.paranoid_checks {
-                    return Err(Error::corruption(
-                        &name,
-                        d.offset,
-                        format!(
-                            "torn write-ahead log tail ({} bytes; paranoid_checks is on)",
-                            d.bytes
-                        ),
-                    ));
-                }
-                info_log(
-                    db.env.as_ref(),
-                    &db.dir,
-                    &format!(
-                        "recovery: dropped a torn tail of {} bytes at offset {} of {name}",
-                        d.bytes, d.offset
-                    ),
+                let what = format!(
+                    "{} bytes at offset {} of {name} ({:?})",
+                    d.bytes, d.offset, d.reason
                 );
-                stopped = true;
+                match mode {
+                    RecoveryMode::AbsoluteConsistency => {
+                        return Err(Error::corruption(
+                            &name,
+                            d.offset,
+                            format!(
+                                "write-ahead log damaged or torn ({:?}, {} bytes; absolute \
+                                 consistency recovery refuses any drop)",
+                                d.reason, d.bytes
+                            ),
+                        ));
+                    }
+                    RecoveryMode::Salvage => notes.push(format!("salvage: skipped {what}")),
+                    RecoveryMode::PointInTime => {
+                        notes.push(format!(
+                            "point in time: replay stopped at {what}; the rest was never \
+                             synced"
+                        ));
+                        stop = Some((
+                            name.clone(),
+                            d.offset,
+                            format!("{:?}, {} bytes", d.reason, d.bytes),
+                        ));
+                        stopped = true;
+                    }
+                }
             }
             if !more || stopped {
                 break;
@@ -276,12 +314,24 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
             }
         }
     }
+    for note in &notes {
+        info_log(db.env.as_ref(), &db.dir, &format!("recovery: {note}"));
+    }
+    db.lock().recovery_notes.extend(notes);
     flush_recovered(db, &mem, edit)?;
     let mut st = db.lock();
     if max_seq > st.versions.last_seqnum {
         st.versions.last_seqnum = max_seq;
     }
     Ok(())
+}
+
+/// True if the log at `number` holds at least one intact record.
+fn log_has_a_record(db: &DbInner, number: u64) -> Result<bool> {
+    let path = filename::log(&db.dir, number);
+    let mut reader = LogReader::new(db.env.new_sequential(&path)?, true);
+    let mut record = Vec::new();
+    reader.read_record(&mut record)
 }
 
 fn flush_recovered(db: &DbInner, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {

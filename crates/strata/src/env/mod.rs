@@ -13,6 +13,7 @@
 //! - E4 a file lock excludes every other holder, in this process or another, until the
 //!   [`FileLock`] is dropped.
 
+mod crash;
 mod disk;
 mod fault;
 mod mem;
@@ -21,6 +22,7 @@ use std::fmt::Debug;
 use std::path::Path;
 use std::sync::Arc;
 
+pub use crash::{CrashEnv, Damage, Event, Trace};
 pub use disk::DiskEnv;
 pub use fault::{Call, Fault, FaultEnv};
 pub use mem::MemEnv;

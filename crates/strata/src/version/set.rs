@@ -40,6 +40,8 @@ pub struct VersionSet {
     /// The first failed manifest write or sync: the manifest may end in a torn record,
     /// so nothing is appended after it, and no retry reuses its number.
     manifest_error: Option<Error>,
+    /// What reading the manifest dropped (an unfinished last edit), for the LOG.
+    pub recovery_notes: Vec<String>,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -69,6 +71,7 @@ impl VersionSet {
             compact_pointers: Default::default(),
             versions: Vec::new(),
             manifest_error: None,
+            recovery_notes: Vec::new(),
         }
     }
 
@@ -159,7 +162,16 @@ impl VersionSet {
             log_number = edit.log_number.or(log_number);
             prev_log = edit.prev_log_number.or(prev_log);
         }
-        check_drops(&mut reader, &manifest_name)?;
+        // Damage with no valid record after it is the tail of an edit that was being
+        // appended when the writer stopped: edits take effect only once synced, so it was
+        // never acknowledged, and is dropped (zeros and garbage included, which a power
+        // cut leaves as readily as a short record).
+        for d in reader.take_dropped() {
+            self.recovery_notes.push(format!(
+                "dropped an unfinished manifest edit: {} bytes at offset {} of {manifest_name} ({:?})",
+                d.bytes, d.offset, d.reason
+            ));
+        }
         let missing =
             |what: &str| Error::corruption(&manifest_name, 0, format!("manifest has no {what}"));
         let next_file = next_file.ok_or_else(|| missing("next file number"))?;
@@ -298,11 +310,11 @@ impl VersionSet {
     }
 }
 
-/// Manifest damage other than a torn last record is corruption; a torn last record is an
-/// edit that was never acknowledged, and is dropped.
+/// Manifest damage followed by a valid record is corruption: only the tail can be an
+/// unfinished edit.
 fn check_drops(reader: &mut LogReader, manifest: &str) -> Result<()> {
-    for d in reader.take_dropped() {
-        if !d.reason.is_torn_tail() {
+    if let Some(d) = reader.take_dropped().into_iter().next() {
+        {
             return Err(Error::corruption(
                 manifest,
                 d.offset,
