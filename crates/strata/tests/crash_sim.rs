@@ -199,7 +199,10 @@ fn reopen(env: &CrashEnv, rng: &mut Rng, ctx: &str) -> (Db, Model) {
                 clean.len(),
                 "{ctx}: a crash during recovery ({damage:?}) changed the recovered state"
             );
-            assert!(during == clean, "{ctx}: a crash during recovery changed values");
+            assert!(
+                during == clean,
+                "{ctx}: a crash during recovery changed values"
+            );
             return (db, clean);
         }
         assert!(first_ok, "{ctx}: recovery failed");
@@ -231,7 +234,8 @@ fn simulated_power_cuts_lose_nothing_acknowledged() {
         env.crash_after(1 + rng.below(n as u64 * 4), damage, crash_seed);
         for (i, op) in ops.iter().enumerate() {
             env.set_marker(i.to_string());
-            op.run(&db).unwrap_or_else(|e| panic!("cycle {cycle}: op {i} {op:?} failed: {e}"));
+            op.run(&db)
+                .unwrap_or_else(|e| panic!("cycle {cycle}: op {i} {op:?} failed: {e}"));
         }
         env.set_marker(n.to_string());
         let (crashed, marker) = match env.take_crashed() {
@@ -240,16 +244,17 @@ fn simulated_power_cuts_lose_nothing_acknowledged() {
         };
         drop(db);
         // No marker yet: background work of the reopen crashed before the first operation.
-        let acked: usize = if marker.is_empty() { 0 } else { marker.parse().unwrap() };
+        let acked: usize = if marker.is_empty() {
+            0
+        } else {
+            marker.parse().unwrap()
+        };
         // The lower bound: every acknowledged write for a process crash, else up to the
         // last acknowledged synced one (a sync makes all before it durable too).
         let lo = if damage.keeps_unsynced() {
             acked
         } else {
-            ops[..acked]
-                .iter()
-                .rposition(Op::sync)
-                .map_or(0, |i| i + 1)
+            ops[..acked].iter().rposition(Op::sync).map_or(0, |i| i + 1)
         };
         let hi = (acked + 1).min(n);
         let ctx = format!("cycle {cycle} (seed {seed}, {damage:?}, {acked} of {n} acknowledged)");

@@ -73,16 +73,16 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     }
     let lock = take_lock(env.as_ref(), dir)?;
     if !env.exists(&filename::current(dir)) {
-        // Without CURRENT, tables and logs here belong to a database whose manifest is
-        // lost: creating a new one would delete them as obsolete.
+        // Without CURRENT, tables and logs with data here belong to a database whose
+        // manifest is lost: creating a new one would delete them as obsolete. A manifest
+        // alone is a creation that crashed before CURRENT was written: nothing to lose.
         let orphans = env
             .children(dir)?
             .into_iter()
-            .filter(|n| {
-                matches!(
-                    filename::parse(n),
-                    Some(Kind::Table(_) | Kind::Log(_) | Kind::Manifest(_))
-                )
+            .filter(|n| match filename::parse(n) {
+                Some(Kind::Table(_)) => true,
+                Some(Kind::Log(_)) => env.file_size(&dir.join(n)).map_or(true, |s| s > 0),
+                _ => false,
             })
             .count();
         if orphans > 0 {

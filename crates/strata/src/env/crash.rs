@@ -336,7 +336,11 @@ impl CrashEnv {
     /// A file's current bytes.
     pub fn contents(&self, path: &Path) -> Result<Vec<u8>> {
         let st = self.state();
-        let i = *st.image.names.get(path).ok_or_else(|| not_found("read", path))?;
+        let i = *st
+            .image
+            .names
+            .get(path)
+            .ok_or_else(|| not_found("read", path))?;
         Ok(st.image.inodes[i].data.clone())
     }
 
@@ -356,7 +360,9 @@ impl CrashEnv {
 
     fn link(st: &mut State, path: &Path, inode: usize) {
         st.image.names.insert(path.to_path_buf(), inode);
-        st.image.pending.push(DirOp::Link(path.to_path_buf(), inode));
+        st.image
+            .pending
+            .push(DirOp::Link(path.to_path_buf(), inode));
     }
 
     fn inode(&self, call: &str, path: &Path) -> Result<usize> {
@@ -516,7 +522,11 @@ impl Env for CrashEnv {
 
     fn file_size(&self, path: &Path) -> Result<u64> {
         let st = self.state();
-        let i = *st.image.names.get(path).ok_or_else(|| not_found("stat", path))?;
+        let i = *st
+            .image
+            .names
+            .get(path)
+            .ok_or_else(|| not_found("stat", path))?;
         Ok(st.image.inodes[i].data.len() as u64)
     }
 
