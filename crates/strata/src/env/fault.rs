@@ -24,6 +24,10 @@ pub enum Call {
     Rename,
     /// `Env::sync_dir`.
     SyncDir,
+    /// `Env::remove_file`.
+    Remove,
+    /// Every call above: the fault lands on the (skip + 1)-th mutating call of any kind.
+    Any,
 }
 
 /// One planned failure.
@@ -46,6 +50,8 @@ struct Plan {
     fault: Option<Fault>,
     triggered: bool,
     failures: u64,
+    /// Every mutating call with its path and whether it failed (see `FaultEnv::calls`).
+    log: Vec<(Call, std::path::PathBuf, bool)>,
 }
 
 /// An [`Env`] that fails what its plan says.
@@ -87,6 +93,11 @@ impl FaultEnv {
         self.plan().failures
     }
 
+    /// Every mutating call so far, in order: kind, path, and whether it was failed.
+    pub fn calls(&self) -> Vec<(Call, std::path::PathBuf, bool)> {
+        self.plan().log.clone()
+    }
+
     fn check(&self, call: Call, path: &Path) -> Result<()> {
         check(&self.plan, call, path)
     }
@@ -94,10 +105,17 @@ impl FaultEnv {
 
 fn check(plan: &Mutex<Plan>, call: Call, path: &Path) -> Result<()> {
     let mut p = plan.lock().unwrap_or_else(|p| p.into_inner());
+    let result = decide(&mut p, call, path);
+    p.log.push((call, path.to_path_buf(), result.is_err()));
+    result
+}
+
+fn decide(p: &mut Plan, call: Call, path: &Path) -> Result<()> {
     let Some(f) = p.fault.clone() else {
         return Ok(());
     };
-    if f.call != call || !path.to_string_lossy().contains(&f.path_contains) {
+    if (f.call != call && f.call != Call::Any) || !path.to_string_lossy().contains(&f.path_contains)
+    {
         return Ok(());
     }
     if !p.triggered {
@@ -171,6 +189,7 @@ impl Env for FaultEnv {
         self.inner.file_size(path)
     }
     fn remove_file(&self, path: &Path) -> Result<()> {
+        self.check(Call::Remove, path)?;
         self.inner.remove_file(path)
     }
     fn create_dir_all(&self, dir: &Path) -> Result<()> {

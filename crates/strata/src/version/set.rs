@@ -104,14 +104,17 @@ impl VersionSet {
             ..Default::default()
         };
         let path = filename::manifest(dir, 1);
+        let mut renamed = false;
         let result = (|| {
             let mut log = LogWriter::new(env.new_writable(&path)?);
             log.add_record(&edit.encode())?;
             log.sync()?;
             env.sync_dir(dir)?;
-            set_current_file(env, dir, 1)
+            point_current_at(env, dir, 1, &mut renamed)
         })();
-        if result.is_err() {
+        // Once CURRENT names the manifest (even if the directory sync after the rename
+        // failed), the manifest must stay: removing it would leave CURRENT dangling.
+        if result.is_err() && !renamed {
             let _ = env.remove_file(&path);
         }
         result

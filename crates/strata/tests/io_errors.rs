@@ -1,0 +1,297 @@
+//! I/O errors at every call (`docs/durability.md` C5, C6, C7): a standard workload runs
+//! with EIO or ENOSPC injected at its k-th mutating filesystem call, once or sticky, for
+//! every k. Rules: the operation that meets the error returns `Err` when the error hit its
+//! own WAL write; a synced write is never `Ok` if its append or fsync failed; once a write
+//! fails no later write succeeds (the error is latched); no failed fsync is retried and no
+//! file is written after one of its writes or fsyncs failed; reads give the right value or
+//! an error; reopening with the fault gone recovers every acknowledged write and nothing
+//! that is not a prefix of the writes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::BTreeMap;
+use std::io::ErrorKind;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata::env::{Call, CrashEnv, Damage, Env, Fault, FaultEnv};
+use strata::{Db, Options, WriteBatch, WriteOptions};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+#[derive(Debug, Clone)]
+enum Op {
+    Put(u32, bool),
+    Delete(u32, bool),
+    Batch(Vec<u32>, bool),
+    Compact,
+    Reopen,
+}
+
+fn key(n: u32) -> Vec<u8> {
+    format!("key{n:05}").into_bytes()
+}
+
+fn value(n: u32) -> Vec<u8> {
+    let mut v = format!("value{n}-").into_bytes();
+    v.resize(90, b'a' + (n % 26) as u8);
+    v
+}
+
+fn workload() -> Vec<Op> {
+    use Op::*;
+    let mut ops = Vec::new();
+    for i in 0..60 {
+        ops.push(Put(i, i % 5 == 0));
+    }
+    ops.push(Batch(vec![100, 101, 3, 6], true));
+    ops.push(Compact);
+    for i in 0..40 {
+        ops.push(if i % 4 == 0 {
+            Delete(i, i % 8 == 0)
+        } else {
+            Put(200 + i, false)
+        });
+    }
+    ops.push(Reopen);
+    for i in 0..30 {
+        ops.push(Put(300 + i, i % 3 == 0));
+    }
+    ops.push(Compact);
+    ops
+}
+
+fn apply(op: &Op, m: &mut Model) {
+    match op {
+        Op::Put(k, _) => {
+            m.insert(key(*k), value(*k));
+        }
+        Op::Delete(k, _) => {
+            m.remove(&key(*k));
+        }
+        Op::Batch(ks, _) => {
+            for k in ks {
+                if k % 3 == 0 {
+                    m.remove(&key(*k));
+                } else {
+                    m.insert(key(*k), value(*k));
+                }
+            }
+        }
+        Op::Compact | Op::Reopen => {}
+    }
+}
+
+fn options(env: Arc<dyn Env>) -> Options {
+    Options {
+        create_if_missing: true,
+        write_buffer_size: 4 << 10,
+        max_file_size: 4 << 10,
+        block_size: 256,
+        env,
+        ..Options::default()
+    }
+}
+
+struct Outcome {
+    /// Writes executed, in order: (index into the workload, acknowledged). A write that
+    /// failed first in its session may or may not be in the recovered state; one that
+    /// failed after it (latched) is not.
+    writes: Vec<(usize, Outcome1)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome1 {
+    Acked,
+    Maybe,
+    Failed,
+}
+
+fn run(fenv: &FaultEnv, ops: &[Op], ctx: &str) -> Outcome {
+    let dir = Path::new("/db");
+    let env: Arc<dyn Env> = Arc::new(fenv.clone());
+    let mut db = Db::open(dir, options(Arc::clone(&env))).ok();
+    let mut model = Model::new();
+    let mut out = Outcome { writes: Vec::new() };
+    // The first failed write of the current session.
+    let mut first_failed: Option<usize> = None;
+    for (i, op) in ops.iter().enumerate() {
+        let Some(d) = db.as_ref() else {
+            // The open failed: later writes cannot be acknowledged.
+            if matches!(op, Op::Reopen) {
+                db = Db::open(dir, options(Arc::clone(&env))).ok();
+            }
+            continue;
+        };
+        let wo = |sync| WriteOptions {
+            sync,
+            ..WriteOptions::default()
+        };
+        let failures_before = fenv.calls().len();
+        let result = match op {
+            Op::Put(k, s) => d.put_opt(key(*k), value(*k), &wo(*s)),
+            Op::Delete(k, s) => d.delete_opt(key(*k), &wo(*s)),
+            Op::Batch(ks, s) => {
+                let mut b = WriteBatch::new();
+                for k in ks {
+                    if k % 3 == 0 {
+                        b.delete(key(*k));
+                    } else {
+                        b.put(key(*k), value(*k));
+                    }
+                }
+                d.write_opt(b, &wo(*s))
+            }
+            Op::Compact => {
+                let _ = d.compact_range(None, None);
+                continue;
+            }
+            Op::Reopen => {
+                drop(db.take());
+                db = Db::open(dir, options(Arc::clone(&env))).ok();
+                first_failed = None;
+                continue;
+            }
+        };
+        // Did this write's own WAL append or fsync fail?
+        let own_wal_failed = fenv.calls()[failures_before..]
+            .iter()
+            .any(|(c, p, failed)| {
+                *failed
+                    && matches!(c, Call::Append | Call::Sync)
+                    && p.to_string_lossy().ends_with(".log")
+            });
+        match result {
+            Ok(()) => {
+                assert!(
+                    !own_wal_failed,
+                    "{ctx}: op {i} {op:?} returned Ok although its WAL write or fsync failed"
+                );
+                assert!(
+                    first_failed.is_none(),
+                    "{ctx}: op {i} {op:?} succeeded after op {first_failed:?} failed: the error \
+                     must be latched"
+                );
+                out.writes.push((i, Outcome1::Acked));
+                apply(op, &mut model);
+            }
+            Err(_) => {
+                if first_failed.is_none() {
+                    first_failed = Some(i);
+                    out.writes.push((i, Outcome1::Maybe));
+                } else {
+                    out.writes.push((i, Outcome1::Failed));
+                }
+            }
+        }
+        // Reads: every acknowledged key reads right, or the read fails. (After a reopen
+        // that followed a failed write, that write may have come back from the log, so
+        // the model no longer knows.)
+        let uncertain = out.writes.iter().any(|w| w.1 == Outcome1::Maybe)
+            && ops[..i].iter().enumerate().any(|(j, o)| {
+                matches!(o, Op::Reopen)
+                    && out.writes.iter().any(|w| w.1 == Outcome1::Maybe && w.0 < j)
+            });
+        if i % 10 == 0 && !uncertain {
+            for (k, v) in model.iter().take(20) {
+                if let Ok(got) = d.get(k) {
+                    assert_eq!(
+                        got.as_deref(),
+                        Some(v.as_slice()),
+                        "{ctx}: wrong value after op {i}"
+                    );
+                }
+            }
+        }
+    }
+    drop(db);
+    out
+}
+
+/// After a write or fsync of a file failed, that file is never written or synced again.
+fn audit(calls: &[(Call, PathBuf, bool)], ctx: &str) {
+    let mut poisoned: Vec<&PathBuf> = Vec::new();
+    for (call, path, failed) in calls {
+        if *call == Call::Create && !*failed {
+            // A new file under the same name (a database created again).
+            poisoned.retain(|p| *p != path);
+        }
+        if matches!(call, Call::Append | Call::Sync) {
+            assert!(
+                !poisoned.contains(&path),
+                "{ctx}: {call:?} on {path:?} after a write or fsync of it failed"
+            );
+            if *failed {
+                poisoned.push(path);
+            }
+        }
+    }
+}
+
+fn check_recovery(base: &CrashEnv, ops: &[Op], out: &Outcome, ctx: &str) {
+    let env: Arc<dyn Env> = Arc::new(base.clone());
+    let db = Db::open(Path::new("/db"), options(env))
+        .unwrap_or_else(|e| panic!("{ctx}: reopening with the fault gone failed: {e}"));
+    let got: Model = db.range::<&[u8]>(..).map(|r| r.unwrap()).collect();
+    drop(db);
+    // Every acknowledged write is in, in order; the first failed write of a session may
+    // or may not be (its record may have reached the log before the fsync failed).
+    let maybes: Vec<usize> = (0..out.writes.len())
+        .filter(|&j| out.writes[j].1 == Outcome1::Maybe)
+        .collect();
+    for combo in 0u32..(1 << maybes.len()) {
+        let mut m = Model::new();
+        for (j, (i, o)) in out.writes.iter().enumerate() {
+            let take = match o {
+                Outcome1::Acked => true,
+                Outcome1::Failed => false,
+                Outcome1::Maybe => {
+                    combo & (1 << maybes.iter().position(|&x| x == j).unwrap_or(0)) != 0
+                }
+            };
+            if take {
+                apply(&ops[*i], &mut m);
+            }
+        }
+        if m == got {
+            return;
+        }
+    }
+    panic!(
+        "{ctx}: recovered {} keys: not every acknowledged write, or more than the writes issued",
+        got.len()
+    );
+}
+
+#[test]
+fn errors_at_every_call_are_reported_latched_and_recovered() {
+    let ops = workload();
+    // How many mutating calls the workload makes without faults.
+    let probe = FaultEnv::new(Arc::new(CrashEnv::new()));
+    run(&probe, &ops, "probe");
+    let n = probe.calls().len() as u64;
+    assert!(n > 50, "{n}");
+    let mut runs = 0;
+    for k in 0..n + 5 {
+        for sticky in [false, true] {
+            for kind in [ErrorKind::Other, ErrorKind::StorageFull] {
+                let base = CrashEnv::new();
+                let fenv = FaultEnv::new(Arc::new(base.clone()));
+                fenv.arm(Fault {
+                    call: Call::Any,
+                    path_contains: String::new(),
+                    skip: k,
+                    sticky,
+                    kind,
+                });
+                let ctx = format!("fault at call {} ({kind:?}, sticky {sticky})", k + 1);
+                let out = run(&fenv, &ops, &ctx);
+                audit(&fenv.calls(), &ctx);
+                // A process crash keeps whatever reached the OS.
+                check_recovery(&base.crash(Damage::ProcessCrash, 0), &ops, &out, &ctx);
+                runs += 1;
+            }
+        }
+    }
+    println!("{runs} runs, faults at each of {n} calls");
+}
