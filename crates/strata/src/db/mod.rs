@@ -20,6 +20,9 @@ mod iter;
 mod level_iter;
 mod props;
 mod recover;
+mod verify;
+
+pub use verify::VerifyReport;
 mod write;
 
 use std::collections::{HashSet, VecDeque};
@@ -377,6 +380,14 @@ impl Db {
     /// Approximate bytes on disk used by each user-key range `[start, end)`.
     pub fn approximate_sizes(&self, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {
         props::approximate_sizes(&self.inner, ranges)
+    }
+
+    /// Reads every table, the manifest and the live logs, checking every checksum, key
+    /// order within and across tables, and that the manifest's tables exist with their
+    /// sizes; lists files nothing references. The first problem is an
+    /// [`Error::Corruption`] naming the file and offset.
+    pub fn verify(&self) -> Result<VerifyReport> {
+        verify::verify(&self.inner)
     }
 
     /// A property: `leveldb.stats`, `leveldb.num-files-at-level<N>`, `leveldb.sstables`,

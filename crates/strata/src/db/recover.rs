@@ -110,6 +110,23 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let mut versions = VersionSet::new(dir, Arc::clone(&env));
     versions.recover()?;
     check_tables_exist(env.as_ref(), dir, &versions)?;
+    if !versions.recovery_notes.is_empty()
+        && versions.log_number != 0
+        && !env.exists(&filename::log(dir, versions.log_number))
+    {
+        // The dropped manifest tail was an edit whose obsolete files are already gone:
+        // those are deleted only after the edit is synced, so the edit was complete and
+        // its damage is damage to synced data, not a crash's unfinished write.
+        return Err(Error::corruption(
+            filename::log(dir, versions.log_number).to_string_lossy(),
+            0,
+            format!(
+                "the manifest's last edit is damaged ({}) and the log it replaced is gone: \
+                 the edit was complete, so this is damage to synced data",
+                versions.recovery_notes.join("; ")
+            ),
+        ));
+    }
     // The previous run's LOG becomes LOG.old, as in LevelDB (only now: an open refused
     // above leaves the directory as it found it).
     let log = dir.join("LOG");
