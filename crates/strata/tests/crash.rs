@@ -156,5 +156,7 @@ fn acknowledged_writes_survive_kill_9() {
         db.close().unwrap();
         next = last + 2;
     }
-    println!("kill -9: {cycles} cycles, {total_acked} acknowledged writes checked (one in three synced)");
+    println!(
+        "kill -9: {cycles} cycles, {total_acked} acknowledged writes checked (one in three synced)"
+    );
 }

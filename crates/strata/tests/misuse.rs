@@ -64,7 +64,10 @@ fn absurd_options_are_refused_before_anything_is_written() {
         edit(&mut o);
         let err = Db::open("/fresh", o).unwrap_err();
         assert!(matches!(err, Error::InvalidArgument(_)), "{what}: {err}");
-        assert!(!env.exists(Path::new("/fresh")), "{what}: directory created");
+        assert!(
+            !env.exists(Path::new("/fresh")),
+            "{what}: directory created"
+        );
         // On an existing database: byte-identical afterwards.
         let dir = existing(&env);
         let before = snapshot(&env, dir);
