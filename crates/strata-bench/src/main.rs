@@ -147,6 +147,7 @@ fn run(flags: &Flags) -> Result<()> {
         summary: Vec::new(),
     };
     let rounds = flags.repeats.max(1);
+    let mut failures = 0usize;
     // Round by round, group by group, engine by engine: every engine meets the machine in
     // the same state of noise as often as the others.
     for round in 0..rounds {
@@ -182,9 +183,34 @@ fn run(flags: &Flags) -> Result<()> {
                     bar.enable_steady_tick(std::time::Duration::from_millis(200));
                     let outcome = runner.run(spec);
                     bar.finish_and_clear();
-                    let result = outcome.with_context(|| {
-                        format!("benchmark {} on {} failed", spec.name, kind.name())
-                    })?;
+                    let result = match outcome {
+                        Ok(r) => r,
+                        Err(e) => {
+                            // One engine failing must not lose the others' figures: the
+                            // rest of its group is reported as not run, with the reason.
+                            let why = format!("{e:#}");
+                            println!("{:<12} : FAILED ({why})", spec.name);
+                            eprintln!(
+                                "strata-bench: benchmark {} on {} failed: {why}",
+                                spec.name,
+                                kind.name()
+                            );
+                            for (p, s) in g.specs.iter().enumerate().skip(position) {
+                                not_available.push(NotAvailable {
+                                    position: p,
+                                    name: s.name.clone(),
+                                    row: s.row.clone(),
+                                    reason: if p == position {
+                                        format!("{} has failed here: {why}", kind.name())
+                                    } else {
+                                        format!("{} has not run it (an earlier benchmark of the group failed)", kind.name())
+                                    },
+                                });
+                            }
+                            failures += 1;
+                            break;
+                        }
+                    };
                     if let Some(mut r) = result {
                         r.position = Some(position);
                         println!("{}", r.line());
@@ -227,6 +253,9 @@ fn run(flags: &Flags) -> Result<()> {
         let text = serde_json::to_string_pretty(&doc)?;
         std::fs::write(path, text).with_context(|| format!("write {}", path.display()))?;
         eprintln!("results written to {}", path.display());
+    }
+    if failures > 0 {
+        bail!("{failures} benchmark(s) failed (see FAILED above); the other results stand");
     }
     Ok(())
 }

@@ -56,6 +56,9 @@ unsafe extern "C" {
     fn st_wt_notfound() -> c_int;
 }
 
+/// WiredTiger's "roll back and retry" return code.
+const WT_ROLLBACK: c_int = -31800;
+
 fn check(rc: c_int) -> Result<()> {
     if rc == 0 {
         return Ok(());
@@ -261,26 +264,46 @@ impl Engine for WiredTiger {
     }
     fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
         self.with(|s| {
-            // SAFETY: one transaction on this thread's session; slices valid for each call.
-            unsafe {
-                check(st_wt_begin(s.session))?;
-                for (k, v) in ops {
-                    let rc = match v {
-                        Some(v) => st_wt_put(
-                            s.cursor,
-                            k.as_ptr().cast(),
-                            k.len(),
-                            v.as_ptr().cast(),
-                            v.len(),
-                        ),
-                        None => st_wt_del(s.cursor, k.as_ptr().cast(), k.len()),
-                    };
-                    if rc != 0 && rc != st_wt_notfound() {
-                        st_wt_rollback(s.session);
-                        return check(rc);
+            // WT_ROLLBACK (cache pressure or a conflict) asks for the transaction to be
+            // rolled back and retried, as WiredTiger's documentation says.
+            let mut attempts = 0;
+            loop {
+                // SAFETY: one transaction on this thread's session; slices valid for each
+                // call.
+                let rc = unsafe {
+                    check(st_wt_begin(s.session))?;
+                    let mut rc = 0;
+                    for (k, v) in ops {
+                        rc = match v {
+                            Some(v) => st_wt_put(
+                                s.cursor,
+                                k.as_ptr().cast(),
+                                k.len(),
+                                v.as_ptr().cast(),
+                                v.len(),
+                            ),
+                            None => st_wt_del(s.cursor, k.as_ptr().cast(), k.len()),
+                        };
+                        if rc == st_wt_notfound() {
+                            rc = 0;
+                        }
+                        if rc != 0 {
+                            break;
+                        }
                     }
+                    if rc == 0 {
+                        rc = st_wt_commit(s.session, c_int::from(sync));
+                    } else {
+                        st_wt_rollback(s.session);
+                    }
+                    rc
+                };
+                attempts += 1;
+                if rc == WT_ROLLBACK && attempts < 50 {
+                    std::thread::yield_now();
+                    continue;
                 }
-                check(st_wt_commit(s.session, c_int::from(sync)))
+                return check(rc);
             }
         })
     }

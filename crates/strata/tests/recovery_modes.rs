@@ -1,0 +1,120 @@
+//! The recovery modes (`docs/durability.md` C8) on a write-ahead log damaged in the
+//! middle: point in time stops there, absolute consistency refuses, salvage skips the
+//! damaged record and keeps the rest; damage followed by a later log with records is
+//! corruption in the default mode.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use strata::env::{Env, MemEnv};
+use strata::{Db, Error, Options, RecoveryMode};
+
+fn options(env: &MemEnv, mode: RecoveryMode) -> Options {
+    Options {
+        create_if_missing: true,
+        recovery_mode: mode,
+        env: Arc::new(env.clone()),
+        ..Options::default()
+    }
+}
+
+/// A database whose only data is 300 keys in its log; returns the log's path.
+fn with_log(env: &MemEnv) -> PathBuf {
+    let dir = Path::new("/db");
+    let db = Db::open(dir, options(env, RecoveryMode::PointInTime)).unwrap();
+    for i in 0..300 {
+        db.put(format!("key{i:04}"), format!("value{i:04}").repeat(10))
+            .unwrap();
+    }
+    drop(db);
+    let log = env
+        .children(dir)
+        .unwrap()
+        .into_iter()
+        .find(|n| n.ends_with(".log"))
+        .unwrap();
+    dir.join(log)
+}
+
+/// Flips a byte in the middle of the log (inside a record, well before its end).
+fn damage(env: &MemEnv, log: &Path) {
+    let mut bytes = env.contents(log).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x40;
+    env.set_contents(log, bytes);
+}
+
+fn present(db: &Db) -> usize {
+    (0..300)
+        .filter(|i| db.get(format!("key{i:04}")).unwrap().is_some())
+        .count()
+}
+
+#[test]
+fn point_in_time_stops_at_the_damage() {
+    let env = MemEnv::new();
+    let log = with_log(&env);
+    damage(&env, &log);
+    let db = Db::open("/db", options(&env, RecoveryMode::PointInTime)).unwrap();
+    let n = present(&db);
+    assert!(n > 50 && n < 300, "{n}");
+    // A prefix: every key before the damage, none after.
+    for i in 0..300 {
+        let got = db.get(format!("key{i:04}")).unwrap();
+        assert_eq!(got.is_some(), i < n, "key {i}");
+    }
+    let note = db.property("strata.recovery").unwrap();
+    assert!(note.contains("point in time"), "{note}");
+}
+
+#[test]
+fn absolute_consistency_refuses_any_damage() {
+    let env = MemEnv::new();
+    let log = with_log(&env);
+    damage(&env, &log);
+    let err = Db::open("/db", options(&env, RecoveryMode::AbsoluteConsistency)).unwrap_err();
+    assert!(matches!(err, Error::Corruption(_)), "{err}");
+    // Even a torn tail.
+    let env = MemEnv::new();
+    let log = with_log(&env);
+    let mut bytes = env.contents(&log).unwrap();
+    bytes.truncate(bytes.len() - 3);
+    env.set_contents(&log, bytes);
+    let err = Db::open("/db", options(&env, RecoveryMode::AbsoluteConsistency)).unwrap_err();
+    assert!(matches!(err, Error::Corruption(_)), "{err}");
+    // The default mode takes the torn tail.
+    let db = Db::open("/db", options(&env, RecoveryMode::PointInTime)).unwrap();
+    assert_eq!(present(&db), 299);
+}
+
+#[test]
+fn salvage_keeps_what_follows_the_damage() {
+    let env = MemEnv::new();
+    let log = with_log(&env);
+    damage(&env, &log);
+    let db = Db::open("/db", options(&env, RecoveryMode::Salvage)).unwrap();
+    let n = present(&db);
+    // The rest of the damaged record's 32 KiB block is skipped; the records of the
+    // next block are kept (so the last key is back, unlike point in time).
+    assert!(n > 100 && n < 300, "{n}");
+    assert!(db.get("key0299").unwrap().is_some());
+    let note = db.property("strata.recovery").unwrap();
+    assert!(note.contains("salvage"), "{note}");
+}
+
+#[test]
+fn damage_followed_by_a_later_log_with_records_is_corruption() {
+    let env = MemEnv::new();
+    let log = with_log(&env);
+    // A later log holding records: the damaged one must have been complete and synced.
+    let later = log.with_file_name("000999.log");
+    env.set_contents(&later, env.contents(&log).unwrap());
+    damage(&env, &log);
+    let err = Db::open("/db", options(&env, RecoveryMode::PointInTime)).unwrap_err();
+    match err {
+        Error::Corruption(c) => assert!(c.to_string().contains("later log"), "{c}"),
+        other => panic!("{other}"),
+    }
+}
