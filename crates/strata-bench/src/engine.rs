@@ -26,6 +26,19 @@ pub struct Settings {
 /// One write of a batch: a put (`Some(value)`) or a delete.
 pub type BatchOp = (Vec<u8>, Option<Vec<u8>>);
 
+/// An engine's answer that it cannot do a workload with these settings (not a bug): the
+/// runner reports the row as "n/a" with this reason instead of a failure.
+#[derive(Debug)]
+pub struct Cannot(pub String);
+
+impl std::fmt::Display for Cannot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Cannot {}
+
 /// An open database, shared by the benchmark's threads.
 pub trait Engine: Send + Sync {
     /// Sets `key` to `value`.

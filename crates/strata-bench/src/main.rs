@@ -140,6 +140,12 @@ fn run(flags: &Flags) -> Result<()> {
             .unwrap_or(0),
         suite: flags.suite.clone(),
         args: std::env::args().collect(),
+        commit: std::process::Command::new("git")
+            .args(["describe", "--always", "--dirty"])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()),
         machine: machine.clone(),
         page_cache: "not dropped between benchmarks: the database may sit in the OS page cache"
             .into(),
@@ -185,6 +191,19 @@ fn run(flags: &Flags) -> Result<()> {
                     bar.finish_and_clear();
                     let result = match outcome {
                         Ok(r) => r,
+                        Err(e) if e.downcast_ref::<engine::Cannot>().is_some() => {
+                            let why = format!("{e}");
+                            println!("{:<12} : n/a ({} cannot: {why})", spec.name, kind.name());
+                            not_available.push(NotAvailable {
+                                position,
+                                name: spec.name.clone(),
+                                row: spec.row.clone(),
+                                reason: format!("{} has {why}", kind.name()),
+                            });
+                            // The database may be half-written: the group's later
+                            // benchmarks start over only if they make a fresh database.
+                            continue;
+                        }
                         Err(e) => {
                             // One engine failing must not lose the others' figures: the
                             // rest of its group is reported as not run, with the reason.

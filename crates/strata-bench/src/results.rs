@@ -142,6 +142,9 @@ pub struct Document {
     pub suite: Option<String>,
     /// The command line.
     pub args: Vec<String>,
+    /// `git describe --always --dirty` of the working directory, if it is a checkout.
+    #[serde(default)]
+    pub commit: Option<String>,
     /// The machine.
     pub machine: Machine,
     /// Whether the OS page cache was dropped between benchmarks (it is not: say so).

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use anyhow::{Result, anyhow};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Cannot, Engine, EngineKind, Settings, found};
 
 #[repr(C)]
 struct Opaque(c_void);
@@ -85,6 +85,8 @@ struct WiredTiger {
     conn: *mut Opaque,
     create: CString,
     pool: Mutex<Vec<Session>>,
+    /// The cache size, for messages.
+    cache_label: String,
 }
 
 // SAFETY: a WiredTiger connection is thread-safe; sessions are used by one thread at a time
@@ -140,6 +142,7 @@ impl EngineKind for WiredTigerKind {
             conn,
             create: CString::new(create)?,
             pool: Mutex::new(Vec::new()),
+            cache_label: format!("{} KiB", cache >> 10),
         };
         let first = engine.take()?; // creates the table
         engine.give(first);
@@ -302,6 +305,18 @@ impl Engine for WiredTiger {
                 if rc == WT_ROLLBACK && attempts < 50 {
                     std::thread::yield_now();
                     continue;
+                }
+                if rc == WT_ROLLBACK {
+                    // Every dirty page of a transaction must stay in cache: a batch of
+                    // random keys touching more pages than the cache holds can never
+                    // commit.
+                    return Err(Cannot(format!(
+                        "a batch of {} keys does not fit its cache of {} (WT_ROLLBACK \
+                         after {attempts} tries)",
+                        ops.len(),
+                        self.cache_label
+                    ))
+                    .into());
                 }
                 return check(rc);
             }

@@ -503,6 +503,7 @@ impl<'a> Page<'a> {
              <tr><td>memory</td><td>{} bytes</td></tr><tr><td>filesystem</td><td>{}</td></tr>\
              <tr><td>kernel</td><td>{}</td></tr><tr><td>started</td><td>{}</td></tr>\
              <tr><td>command</td><td><code>{}</code></td></tr><tr><td>rounds</td><td>{}</td></tr>\
+             <tr><td>commit</td><td><code>{}</code></td></tr>\
              </tbody></table></section>",
             esc(&m.cpu),
             m.cores,
@@ -511,7 +512,8 @@ impl<'a> Page<'a> {
             esc(&m.kernel),
             esc(&utc(doc.started_unix)),
             esc(&doc.args.join(" ")),
-            self.rounds()
+            self.rounds(),
+            esc(doc.commit.as_deref().unwrap_or("unknown"))
         );
     }
 }
