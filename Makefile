@@ -32,6 +32,16 @@ bench-full: deps
 bench-micro: deps
 	$(CARGO) bench -p strata
 
+# The reliability suites at their soak sizes (docs/reliability.md records a run). Hours:
+# run it on an otherwise idle machine. Fuzzing is separate (make fuzz-build, docs/fuzzing.md).
+soak: deps
+	STRATA_SIM_CRASHES=200000 $(CARGO) test --release -p strata --test crash_sim -- --nocapture
+	STRATA_POINTS_SEEDS=20 $(CARGO) test --release -p strata --test crash_points -- --nocapture
+	STRATA_SWEEP_CASES=0 $(CARGO) test --release -p strata --test corruption_sweep -- --nocapture
+	STRATA_CRASH_CYCLES=2000 $(CARGO) test --release -p strata --test crash -- --nocapture
+	STRATA_STRESS_THREADS=16 STRATA_STRESS_OPS=312500 $(CARGO) test --release -p strata --test stress -- --nocapture
+	$(CARGO) test --release -p strata --test io_errors -- --nocapture
+
 deps:
 	@scripts/install-deps.sh
 
