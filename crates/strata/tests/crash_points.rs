@@ -3,6 +3,8 @@
 //! database must open and hold a prefix of the writes that contains every acknowledged
 //! synced one. A recorded trace of each workload is audited for the order of operations
 //! that durability depends on.
+//!
+//! `STRATA_POINTS_SEEDS` (default 1) repeats the sweep with that many damage seeds.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -254,14 +256,20 @@ fn every_crash_point_of_the_standard_workloads() {
         Damage::Zeros,
         Damage::Garbage,
     ];
+    let seeds: u64 = std::env::var("STRATA_POINTS_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let mut total = 0u64;
-    for (name, steps) in workloads() {
+    for (round, (name, steps)) in
+        (0..seeds).flat_map(|r| workloads().into_iter().map(move |w| (r, w)))
+    {
         let mut points = 0u64;
         for k in 1.. {
             let mut taken_any = false;
             for (d, damage) in damages.iter().enumerate() {
                 let env = CrashEnv::new();
-                let seed = k * 4 + d as u64;
+                let seed = (round << 32) + k * 4 + d as u64;
                 run(&env, &steps, Some((k, *damage, seed)));
                 let Some((crashed, marker)) = env.take_crashed() else {
                     continue;

@@ -9,6 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -107,7 +109,43 @@ enum Outcome1 {
     Failed,
 }
 
+/// A random fault: any call kind, soon, once or sticky, EIO or ENOSPC.
+fn random_fault(rng: &mut common::Rng) -> Fault {
+    let calls = [
+        Call::Append,
+        Call::Sync,
+        Call::Create,
+        Call::Rename,
+        Call::SyncDir,
+        Call::Remove,
+        Call::Any,
+    ];
+    let paths = ["", ".log", ".ldb", "MANIFEST", "CURRENT", ".dbtmp"];
+    Fault {
+        call: calls[rng.below(calls.len() as u64) as usize],
+        path_contains: paths[rng.below(paths.len() as u64) as usize].to_string(),
+        skip: rng.below(30),
+        sticky: rng.below(4) == 0,
+        kind: if rng.below(2) == 0 {
+            ErrorKind::Other
+        } else {
+            ErrorKind::StorageFull
+        },
+    }
+}
+
 fn run(fenv: &FaultEnv, ops: &[Op], ctx: &str) -> Outcome {
+    run_with(fenv, ops, ctx, None)
+}
+
+/// Runs the workload; with `rearm`, arms a new random fault before some operations, so a
+/// run meets several faults.
+fn run_with(
+    fenv: &FaultEnv,
+    ops: &[Op],
+    ctx: &str,
+    mut rearm: Option<&mut common::Rng>,
+) -> Outcome {
     let dir = Path::new("/db");
     let env: Arc<dyn Env> = Arc::new(fenv.clone());
     let mut db = Db::open(dir, options(Arc::clone(&env))).ok();
@@ -116,6 +154,11 @@ fn run(fenv: &FaultEnv, ops: &[Op], ctx: &str) -> Outcome {
     // The first failed write of the current session.
     let mut first_failed: Option<usize> = None;
     for (i, op) in ops.iter().enumerate() {
+        if let Some(rng) = rearm.as_deref_mut()
+            && rng.below(12) == 0
+        {
+            fenv.arm(random_fault(rng));
+        }
         let Some(d) = db.as_ref() else {
             // The open failed: later writes cannot be acknowledged.
             if matches!(op, Op::Reopen) {
@@ -294,4 +337,34 @@ fn errors_at_every_call_are_reported_latched_and_recovered() {
         }
     }
     println!("{runs} runs, faults at each of {n} calls");
+}
+
+/// Several random faults per run: any call kind and path, once or sticky, EIO or ENOSPC,
+/// armed at random moments. `STRATA_MULTIFAULT_RUNS` (default 300) and
+/// `STRATA_MULTIFAULT_SEED` size and seed it.
+#[test]
+fn random_multi_fault_runs() {
+    let runs = std::env::var("STRATA_MULTIFAULT_RUNS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300u64);
+    let seed = std::env::var("STRATA_MULTIFAULT_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(41u64);
+    println!("multi-fault runs: {runs}, seed {seed}");
+    let ops = workload();
+    let mut rng = common::Rng::new(seed);
+    let mut failures = 0;
+    for run_no in 0..runs {
+        let base = CrashEnv::new();
+        let fenv = FaultEnv::new(Arc::new(base.clone()));
+        fenv.arm(random_fault(&mut rng));
+        let ctx = format!("multi-fault run {run_no} (seed {seed})");
+        let out = run_with(&fenv, &ops, &ctx, Some(&mut rng));
+        audit(&fenv.calls(), &ctx);
+        check_recovery(&base.crash(Damage::ProcessCrash, 0), &ops, &out, &ctx);
+        failures += fenv.calls().iter().filter(|c| c.2).count();
+    }
+    println!("{failures} injected failures in {runs} runs");
 }

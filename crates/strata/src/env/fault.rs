@@ -76,11 +76,10 @@ impl FaultEnv {
 
     /// Arms `fault`, replacing any other.
     pub fn arm(&self, fault: Fault) {
+        // The call log and the failure count carry on across faults.
         let mut p = self.plan();
-        *p = Plan {
-            fault: Some(fault),
-            ..Plan::default()
-        };
+        p.fault = Some(fault);
+        p.triggered = false;
     }
 
     /// Disarms: every call succeeds again.
