@@ -54,7 +54,10 @@ fn options(env: &CrashEnv) -> Options {
 }
 
 /// The writes of a workload, in order, as (sync, effect) for the oracle.
-fn writes(steps: &[Step]) -> Vec<(bool, Vec<(Vec<u8>, Option<Vec<u8>>)>)> {
+/// A write for the oracle: synced, and its (key, value or deletion) effects.
+type Write = (bool, Vec<(Vec<u8>, Option<Vec<u8>>)>);
+
+fn writes(steps: &[Step]) -> Vec<Write> {
     steps
         .iter()
         .filter_map(|s| match s {
@@ -155,10 +158,7 @@ fn run(env: &CrashEnv, steps: &[Step], arm: Option<(u64, Damage, u64)>) {
     let dir = Path::new("/db");
     for step in steps {
         env.set_marker(done.to_string());
-        let wo = |sync: bool| WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
+        let wo = |sync: bool| WriteOptions { sync };
         match step {
             Step::Arm => {
                 if let Some((k, damage, seed)) = arm {
@@ -326,10 +326,8 @@ fn audit(name: &str, trace: &[Event]) {
         let at = format!("{name}: event {i} {e:?}");
         match e {
             Event::Append(p, _) if is(p, ".log") => unsynced_log = Some(p.clone()),
-            Event::Sync(p) if is(p, ".log") => {
-                if unsynced_log.as_ref() == Some(p) {
-                    unsynced_log = None;
-                }
+            Event::Sync(p) if is(p, ".log") && unsynced_log.as_ref() == Some(p) => {
+                unsynced_log = None;
             }
             Event::Mark(m) if m.starts_with("ack sync") => {
                 assert!(

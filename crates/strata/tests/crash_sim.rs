@@ -65,10 +65,7 @@ impl Op {
     }
 
     fn run(&self, db: &Db) -> strata::Result<()> {
-        let wo = |sync| WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
+        let wo = |sync| WriteOptions { sync };
         match self {
             Op::Put(k, v, s) => db.put_opt(k, v, &wo(*s)),
             Op::Delete(k, s) => db.delete_opt(k, &wo(*s)),

@@ -166,10 +166,7 @@ fn run_with(
             }
             continue;
         };
-        let wo = |sync| WriteOptions {
-            sync,
-            ..WriteOptions::default()
-        };
+        let wo = |sync| WriteOptions { sync };
         let failures_before = fenv.calls().len();
         let result = match op {
             Op::Put(k, s) => d.put_opt(key(*k), value(*k), &wo(*s)),
