@@ -13,7 +13,7 @@ use strata::{Db, Options};
 fuzz_target!(|data: &[u8]| {
     // Layout: [len CURRENT][CURRENT][len manifest (2 bytes)][manifest][log...]
     let mut rest = data;
-    let mut take = |n: usize, rest: &mut &[u8]| {
+    let take = |n: usize, rest: &mut &[u8]| {
         let n = n.min(rest.len());
         let (a, b) = rest.split_at(n);
         *rest = b;
