@@ -365,6 +365,35 @@ impl CrashEnv {
             .push(DirOp::Link(path.to_path_buf(), inode));
     }
 
+    /// A writer on `path`: a new file (a counted call), or the existing one, emptied when
+    /// `truncate` (also a counted call) or appended to.
+    fn open_writer(&self, path: &Path, truncate: bool) -> Result<Box<dyn WritableFile>> {
+        let mut st = self.state();
+        let existing = st.image.names.get(path).copied();
+        let inode = match existing {
+            Some(i) => {
+                if truncate {
+                    st.image.inodes[i].data.clear();
+                }
+                i
+            }
+            None => {
+                st.image.inodes.push(Inode::default());
+                let i = st.image.inodes.len() - 1;
+                Self::link(&mut st, path, i);
+                i
+            }
+        };
+        if existing.is_none() || truncate {
+            Self::mutated(&mut st, Event::Create(path.to_path_buf()));
+        }
+        Ok(Box::new(CrashWriter {
+            env: self.clone(),
+            inode,
+            path: path.to_path_buf(),
+        }))
+    }
+
     fn inode(&self, call: &str, path: &Path) -> Result<usize> {
         self.state()
             .image
@@ -463,44 +492,11 @@ impl Env for CrashEnv {
     }
 
     fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let mut st = self.state();
-        let inode = match st.image.names.get(path) {
-            Some(&i) => {
-                st.image.inodes[i].data.clear();
-                i
-            }
-            None => {
-                st.image.inodes.push(Inode::default());
-                let i = st.image.inodes.len() - 1;
-                Self::link(&mut st, path, i);
-                i
-            }
-        };
-        Self::mutated(&mut st, Event::Create(path.to_path_buf()));
-        Ok(Box::new(CrashWriter {
-            env: self.clone(),
-            inode,
-            path: path.to_path_buf(),
-        }))
+        self.open_writer(path, true)
     }
 
     fn new_appendable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        let mut st = self.state();
-        let inode = match st.image.names.get(path) {
-            Some(&i) => i,
-            None => {
-                st.image.inodes.push(Inode::default());
-                let i = st.image.inodes.len() - 1;
-                Self::link(&mut st, path, i);
-                Self::mutated(&mut st, Event::Create(path.to_path_buf()));
-                i
-            }
-        };
-        Ok(Box::new(CrashWriter {
-            env: self.clone(),
-            inode,
-            path: path.to_path_buf(),
-        }))
+        self.open_writer(path, false)
     }
 
     fn exists(&self, path: &Path) -> bool {
