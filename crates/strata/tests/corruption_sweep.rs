@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use common::Rng;
+use common::{Rng, env_u64};
 use strata::env::{Env, MemEnv};
 use strata::{Db, Error, Options};
 
@@ -222,7 +222,7 @@ fn damaged_copies_never_give_a_wrong_answer() {
     assert!(kinds.iter().any(|k| k.ends_with(".log")), "{kinds:?}");
     assert!(kinds.iter().any(|k| k.contains("MANIFEST")), "{kinds:?}");
     assert!(kinds.iter().any(|k| k.ends_with("CURRENT")), "{kinds:?}");
-    let cases = common_env("STRATA_SWEEP_CASES", 5000);
+    let cases = env_u64("STRATA_SWEEP_CASES", 5000);
     let mutations = |rng: &mut Rng| match rng.below(4) {
         0 => Mutation::Flip(rng.below(8) as u8),
         1 => Mutation::Zero,
@@ -248,7 +248,7 @@ fn damaged_copies_never_give_a_wrong_answer() {
             }
         }
     } else {
-        let seed = common_env("STRATA_SWEEP_SEED", 7);
+        let seed = env_u64("STRATA_SWEEP_SEED", 7);
         println!("corruption sweep: {cases} cases, seed {seed}");
         let mut rng = Rng::new(seed);
         let files: Vec<(&PathBuf, &Vec<u8>)> = r.files.iter().collect();
@@ -260,11 +260,4 @@ fn damaged_copies_never_give_a_wrong_answer() {
         }
     }
     println!("opened {opened}, refused with an error {refused}");
-}
-
-fn common_env(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }

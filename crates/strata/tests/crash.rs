@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use common::Rng;
+use common::{Rng, env_u64};
 use strata::{Db, Options, WriteOptions};
 
 const KEYS: u64 = 200;
@@ -74,18 +74,10 @@ fn crash_child() {
 
 #[test]
 fn acknowledged_writes_survive_kill_9() {
-    let cycles: u64 = std::env::var("STRATA_CRASH_CYCLES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(50);
+    let cycles = env_u64("STRATA_CRASH_CYCLES", 50);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let mut rng = Rng::new(
-        std::env::var("STRATA_CRASH_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(99),
-    );
+    let mut rng = Rng::new(env_u64("STRATA_CRASH_SEED", 99));
     // What the database must hold: per key, the value of its last acknowledged operation.
     let mut model: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut next = 0u64;

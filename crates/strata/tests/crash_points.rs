@@ -256,10 +256,7 @@ fn every_crash_point_of_the_standard_workloads() {
         Damage::Zeros,
         Damage::Garbage,
     ];
-    let seeds: u64 = std::env::var("STRATA_POINTS_SEEDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(1);
+    let seeds = common::env_u64("STRATA_POINTS_SEEDS", 1);
     let mut total = 0u64;
     for (round, (name, steps)) in
         (0..seeds).flat_map(|r| workloads().into_iter().map(move |w| (r, w)))

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::Rng;
+use common::{Rng, env_u64};
 use strata::env::{CrashEnv, Damage};
 use strata::{Db, Options, WriteBatch, WriteOptions};
 
@@ -82,13 +82,6 @@ impl Op {
             Op::Compact => db.compact_range(None, None),
         }
     }
-}
-
-pub fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
 }
 
 fn options(env: &CrashEnv, rng: &mut Rng) -> Options {

@@ -341,14 +341,8 @@ fn errors_at_every_call_are_reported_latched_and_recovered() {
 /// `STRATA_MULTIFAULT_SEED` size and seed it.
 #[test]
 fn random_multi_fault_runs() {
-    let runs = std::env::var("STRATA_MULTIFAULT_RUNS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(300u64);
-    let seed = std::env::var("STRATA_MULTIFAULT_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(41u64);
+    let runs = common::env_u64("STRATA_MULTIFAULT_RUNS", 300);
+    let seed = common::env_u64("STRATA_MULTIFAULT_SEED", 41);
     println!("multi-fault runs: {runs}, seed {seed}");
     let ops = workload();
     let mut rng = common::Rng::new(seed);

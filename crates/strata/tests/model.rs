@@ -18,18 +18,11 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::Rng;
+use common::{Rng, env_u64};
 use strata::env::MemEnv;
 use strata::{Db, Options, ReadOptions, Snapshot, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 fn options(env: &MemEnv, rng: &mut Rng) -> Options {
     Options {

@@ -20,17 +20,10 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
-use common::Rng;
+use common::{Rng, env_u64};
 use strata::{Db, Options, ReadOptions, WriteBatch};
 
 const KEYS: u64 = 4000;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 fn key(n: u64) -> Vec<u8> {
     format!("key{n:06}").into_bytes()

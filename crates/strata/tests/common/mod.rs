@@ -16,6 +16,14 @@ use strata::sstable::Table;
 use strata::version::VersionEdit;
 use strata::{WriteBatch, batch::BatchOp};
 
+/// A test size or seed from the environment (`STRATA_...`), or `default`.
+pub fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 /// xorshift64*: small, seeded, identical everywhere.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
