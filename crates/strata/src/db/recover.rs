@@ -175,14 +175,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         options,
     };
     let mut edit = VersionEdit::default();
-    {
-        let mut st = db.lock();
-        let notes = std::mem::take(&mut st.versions.recovery_notes);
-        for note in &notes {
-            info_log(env.as_ref(), dir, &format!("recovery: {note}"));
-        }
-        st.recovery_notes.extend(notes);
-    }
+    let manifest_notes = std::mem::take(&mut db.lock().versions.recovery_notes);
+    record_notes(&db, manifest_notes);
     replay_logs(&db, &mut edit)?;
 
     let mut st = db.lock();
@@ -331,16 +325,21 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
             }
         }
     }
-    for note in &notes {
-        info_log(db.env.as_ref(), &db.dir, &format!("recovery: {note}"));
-    }
-    db.lock().recovery_notes.extend(notes);
+    record_notes(db, notes);
     flush_recovered(db, &mem, edit)?;
     let mut st = db.lock();
     if max_seq > st.versions.last_seqnum {
         st.versions.last_seqnum = max_seq;
     }
     Ok(())
+}
+
+/// Writes what recovery dropped to `LOG` and keeps it for the `strata.recovery` property.
+fn record_notes(db: &DbInner, notes: Vec<String>) {
+    for note in &notes {
+        info_log(db.env.as_ref(), &db.dir, &format!("recovery: {note}"));
+    }
+    db.lock().recovery_notes.extend(notes);
 }
 
 /// True if the log at `number` holds at least one intact record.
