@@ -13,7 +13,7 @@ test: deps
 	$(CARGO) test --workspace
 
 # The main job: LevelDB's benchmark page (the baseline suite) on Strata and every peer,
-# one round (about 35 minutes here; random reads stop after 10 s per engine, see
+# one round (about 31 minutes here; random reads stop after 10 s per engine, see
 # docs/bench.md), then the report page in bench-report/index.html.
 bench: deps
 	$(CARGO) build --release -p strata-bench
