@@ -2,6 +2,7 @@
 //! Defaults are LevelDB's, except where `docs/design.md` says why Strata differs.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::cache::BlockCache;
 use crate::env::{DiskEnv, Env};
@@ -58,6 +59,11 @@ pub struct Options {
     pub compression: Compression,
     /// Bloom filter bits per key; `None` (the default, as in LevelDB) writes no filters.
     pub bloom_bits_per_key: Option<usize>,
+    /// How long a flush or compaction that failed while writing its tables (a full disk,
+    /// most often) waits before it runs again by itself (default 1 s). Zero: only
+    /// [`Db::resume`](crate::Db::resume) runs it again. Meanwhile reads and the writes that
+    /// fit in the memtable go on.
+    pub background_retry_interval: Duration,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,
 }
@@ -88,6 +94,7 @@ impl Default for Options {
             max_file_size: 2 << 20,
             compression: Compression::Snappy,
             bloom_bits_per_key: None,
+            background_retry_interval: Duration::from_secs(1),
             env: Arc::new(DiskEnv::new()),
         }
     }

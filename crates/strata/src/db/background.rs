@@ -1,11 +1,18 @@
 //! The background thread: flushes the immutable memtable, runs compactions, deletes
 //! obsolete files. One thread per database; it holds the state lock only to decide and to
 //! install results, never during table I/O.
+//!
+//! A failed step is either final or paused ([`Failure`]). A flush or compaction that fails
+//! while writing its new tables (a full disk, most often) has changed nothing the manifest
+//! names: its outputs are removed, the database keeps serving reads and the writes that fit
+//! in the memtable, and the step runs again after `Options::background_retry_interval` or at
+//! `Db::resume` (C7). A failed manifest write or directory sync, or damaged input, is final
+//! (`bg_error`, D3): the state on disk is in doubt and only a reopen recovers.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{DbInner, ManualCompaction, State, write};
 use crate::compaction::{Compaction, pick_compaction, range_compaction};
@@ -25,7 +32,19 @@ pub(super) fn run(db: &Arc<DbInner>) {
     let mut st = db.lock();
     loop {
         while !st.bg_scheduled && !db.shutting_down.load(Ordering::Acquire) {
-            st = db.wait(&db.bg_cv, st);
+            match st.bg_paused.as_ref().and_then(|p| p.retry_at) {
+                Some(at) if Instant::now() >= at => {
+                    // Time to try the paused step again.
+                    st.bg_paused = None;
+                    st.bg_retries += 1;
+                    maybe_schedule(db, &mut st);
+                }
+                Some(at) => {
+                    let left = at.saturating_duration_since(Instant::now());
+                    st = db.wait_timeout(&db.bg_cv, st, left);
+                }
+                None => st = db.wait(&db.bg_cv, st),
+            }
         }
         if db.shutting_down.load(Ordering::Acquire) {
             break;
@@ -43,7 +62,11 @@ pub(super) fn run(db: &Arc<DbInner>) {
 
 /// Asks the background thread to run if there is work for it.
 pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
-    if st.bg_scheduled || st.bg_error.is_some() || db.shutting_down.load(Ordering::Acquire) {
+    if st.bg_scheduled
+        || st.bg_error.is_some()
+        || st.bg_paused.is_some()
+        || db.shutting_down.load(Ordering::Acquire)
+    {
         return;
     }
     let v = st.versions.current();
@@ -99,6 +122,9 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
             )
             .len()
             > c.inputs[0].len();
+    // The compaction holds the version it needs; this handle would keep its inputs
+    // "live" past the compaction, so the deletion below could not remove them.
+    drop(version);
 
     if manual.is_none() && c.is_trivial_move() {
         let f = Arc::clone(&c.inputs[0][0]);
@@ -136,6 +162,54 @@ fn record_error(st: &mut State, e: Error) {
     }
 }
 
+/// A failed background step, and whether running it again can succeed (C7).
+enum Failure {
+    /// Nothing the manifest names changed and the step's outputs are gone: it can run
+    /// again once the cause (most often a full disk) is gone.
+    Retry(Error),
+    /// The state on disk is in doubt (a manifest write or directory sync failed) or the
+    /// input is damaged: final until the database is reopened.
+    Stop(Error),
+}
+
+impl Failure {
+    /// Sorts an error from writing new tables: I/O errors can pass, the rest cannot.
+    fn of_table_write(e: Error) -> Failure {
+        match e {
+            Error::Io { .. } => Failure::Retry(e),
+            other => Failure::Stop(other),
+        }
+    }
+}
+
+/// The state a paused background step leaves (see the module docs).
+#[derive(Debug)]
+pub(super) struct Paused {
+    /// What failed; writes that must wait for the step get it.
+    pub(super) error: Error,
+    /// When the background thread tries again by itself (`None`: only `Db::resume`).
+    pub(super) retry_at: Option<Instant>,
+}
+
+fn record_failure(db: &DbInner, st: &mut State, f: Failure) {
+    match f {
+        Failure::Stop(e) => record_error(st, e),
+        Failure::Retry(e) => {
+            if st.bg_error.is_some() {
+                return;
+            }
+            let interval = db.options.background_retry_interval;
+            let retry_at = (interval > Duration::ZERO).then(|| Instant::now() + interval);
+            super::recover::info_log(
+                db.env.as_ref(),
+                &db.dir,
+                &format!("background work paused, retry in {interval:?}: {e}"),
+            );
+            st.bg_paused = Some(Paused { error: e, retry_at });
+        }
+    }
+}
+
 /// Flushes the immutable memtable to a table and drops the WAL it came from. During a
 /// compaction (`level0_only`) the table goes to level 0: the compaction's outputs are not
 /// in the version yet, and a deeper placement could land beside them.
@@ -153,13 +227,21 @@ fn compact_memtable<'a>(
     st.pending_outputs.insert(number);
     drop(st);
     let started = Instant::now();
-    let built = write_table_from(db, &imm, number);
+    let built = write_table_from(db, &imm, number)
+        .map_err(Failure::of_table_write)
+        .and_then(|meta| {
+            if meta.is_some() {
+                sync_new_table(db, number).map_err(Failure::Stop)?;
+            }
+            Ok(meta)
+        });
     st = db.lock();
     st.pending_outputs.remove(&number);
     let meta = match built {
         Ok(m) => m,
-        Err(e) => {
-            record_error(&mut st, e);
+        Err(f) => {
+            record_failure(db, &mut st, f);
+            db.bg_cv.notify_all();
             return st;
         }
     };
@@ -238,8 +320,9 @@ pub(super) fn build_table(
     result
 }
 
-/// Writes every entry of `mem` to table `number`, synced, with its directory entry, and
-/// checks it opens. `None` if the memtable was empty (no file is left).
+/// Writes every entry of `mem` to table `number`, synced, and checks it opens. `None` if
+/// the memtable was empty (no file is left). On an error the file is removed. The caller
+/// makes its directory entry durable ([`sync_new_table`]).
 pub(super) fn write_table_from(
     db: &DbInner,
     mem: &Arc<MemTable>,
@@ -261,15 +344,21 @@ pub(super) fn write_table_from(
     else {
         return Ok(None);
     };
-    let checked = db
-        .env
-        .sync_dir(&db.dir)
-        .and_then(|()| db.table_cache.find(number, meta.size).map(|_| ()));
-    if let Err(e) = checked {
+    if let Err(e) = db.table_cache.find(number, meta.size) {
+        db.table_cache.evict(number);
         let _ = db.env.remove_file(&path);
         return Err(e);
     }
     Ok(Some(meta))
+}
+
+/// Syncs the directory after table `number` was written; on failure the table is removed
+/// (a failed directory sync is never retried, so the caller must stop).
+pub(super) fn sync_new_table(db: &DbInner, number: u64) -> Result<()> {
+    db.env.sync_dir(&db.dir).inspect_err(|_| {
+        db.table_cache.evict(number);
+        let _ = db.env.remove_file(&db.table_path(number));
+    })
 }
 
 /// One table being written by a compaction.
@@ -332,9 +421,16 @@ fn run_compaction<'a>(
     s.bytes_written += outputs.iter().map(|o| o.size).sum::<u64>();
     s.count += 1;
     if let Err(e) = result {
-        if !db.shutting_down.load(Ordering::Acquire) {
-            record_error(&mut st, e);
+        // No output is named by the manifest yet: remove them all, which also gives back
+        // the space a full disk needs.
+        for n in &numbers {
+            db.table_cache.evict(*n);
+            let _ = db.env.remove_file(&db.table_path(*n));
         }
+        if !db.shutting_down.load(Ordering::Acquire) {
+            record_failure(db, &mut st, Failure::of_table_write(e));
+        }
+        db.bg_cv.notify_all();
         return st;
     }
     c.add_input_deletions();
@@ -393,6 +489,9 @@ fn merge_inputs(
             let st = compact_memtable(db, db.lock(), true);
             if let Some(e) = &st.bg_error {
                 return Err(e.clone());
+            }
+            if let Some(p) = &st.bg_paused {
+                return Err(p.error.clone());
             }
         }
         let ikey = input.key();
@@ -481,20 +580,24 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
     }
 }
 
+/// `Db::flush`: switches to a new memtable and waits until the old one is a table.
+pub(super) fn flush(db: &DbInner) -> Result<()> {
+    write::write(db, None, false)?;
+    let mut st = db.lock();
+    while st.imm.is_some() && st.bg_error.is_none() && st.bg_paused.is_none() {
+        maybe_schedule(db, &mut st);
+        st = db.wait(&db.bg_cv, st);
+    }
+    // A compaction that failed after the flush is not this call's failure.
+    match st.imm.as_ref().and_then(|_| background_failure(&st)) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
 /// `Db::compact_range`: flush, then compact each level holding data in the range.
 pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-    write::write(db, None, false)?;
-    // Wait for the flush.
-    {
-        let mut st = db.lock();
-        while st.imm.is_some() && st.bg_error.is_none() {
-            maybe_schedule(db, &mut st);
-            st = db.wait(&db.bg_cv, st);
-        }
-        if let Some(e) = &st.bg_error {
-            return Err(e.clone());
-        }
-    }
+    flush(db)?;
     let max_level = {
         let st = db.lock();
         let v = st.versions.current();
@@ -515,7 +618,10 @@ pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8
             done: false,
         });
         maybe_schedule(db, &mut st);
-        while st.manual.as_ref().is_some_and(|m| !m.done) && st.bg_error.is_none() {
+        while st.manual.as_ref().is_some_and(|m| !m.done)
+            && st.bg_error.is_none()
+            && st.bg_paused.is_none()
+        {
             if db.shutting_down.load(Ordering::Acquire) {
                 break;
             }
@@ -524,9 +630,40 @@ pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8
         }
         st.manual = None;
         db.bg_cv.notify_all();
-        if let Some(e) = &st.bg_error {
-            return Err(e.clone());
+        if let Some(e) = background_failure(&st) {
+            return Err(e);
         }
     }
     Ok(())
+}
+
+/// The final error, or else the error of the paused step, if any.
+fn background_failure(st: &State) -> Option<Error> {
+    st.bg_error
+        .clone()
+        .or_else(|| st.bg_paused.as_ref().map(|p| p.error.clone()))
+}
+
+/// `Db::resume`: runs paused background work now and waits until the background thread
+/// is idle or fails again.
+pub(super) fn resume(db: &DbInner) -> Result<()> {
+    let mut st = db.lock();
+    if let Some(e) = &st.bg_error {
+        return Err(e.clone());
+    }
+    if st.bg_paused.take().is_some() {
+        st.bg_retries += 1;
+    }
+    maybe_schedule(db, &mut st);
+    while st.bg_scheduled
+        && st.bg_error.is_none()
+        && st.bg_paused.is_none()
+        && !db.shutting_down.load(Ordering::Acquire)
+    {
+        st = db.wait(&db.bg_cv, st);
+    }
+    match background_failure(&st) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }

@@ -13,6 +13,9 @@
 //!   a seqnum whose write is half applied.
 //! - D3 after a failed WAL or manifest write or sync, `bg_error` is set and every later
 //!   write fails with it; reads go on.
+//! - D5 while a flush or compaction is paused (`bg_paused`, C7), writes that fit in the
+//!   memtable go on and writes that would wait for the paused step fail with its error
+//!   rather than wait; the step runs again at its retry time or at `Db::resume`.
 //! - D4 a file is deleted only if no live version, pending output or needed log names it.
 
 mod background;
@@ -90,6 +93,11 @@ struct State {
     versions: VersionSet,
     writers: VecDeque<Arc<Writer>>,
     bg_error: Option<Error>,
+    /// A flush or compaction that failed in a way that can pass, waiting to run again
+    /// (see `background.rs`).
+    bg_paused: Option<background::Paused>,
+    /// How many times paused background work was tried again.
+    bg_retries: u64,
     bg_scheduled: bool,
     manual: Option<ManualCompaction>,
     pending_outputs: HashSet<u64>,
@@ -147,9 +155,33 @@ impl DbInner {
         cv.wait(guard).unwrap_or_else(|p| p.into_inner())
     }
 
+    fn wait_timeout<'a>(
+        &self,
+        cv: &Condvar,
+        guard: MutexGuard<'a, State>,
+        timeout: std::time::Duration,
+    ) -> MutexGuard<'a, State> {
+        match cv.wait_timeout(guard, timeout) {
+            Ok((g, _)) => g,
+            Err(p) => p.into_inner().0,
+        }
+    }
+
     fn table_path(&self, number: u64) -> PathBuf {
         filename::table(&self.dir, number)
     }
+}
+
+/// `InvalidArgument` if `key` or `value` is over its limit.
+fn check_sizes(key: &[u8], value: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_SIZE || value.len() > MAX_VALUE_SIZE {
+        return Err(Error::InvalidArgument(format!(
+            "key of {} bytes or value of {} bytes exceeds the limits ({MAX_KEY_SIZE}, {MAX_VALUE_SIZE})",
+            key.len(),
+            value.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Largest key Strata accepts (LevelDB has no limit; ours keeps every length within a
@@ -190,6 +222,7 @@ impl Db {
         options: &WriteOptions,
     ) -> Result<()> {
         let (key, value) = (key.as_ref(), value.as_ref());
+        check_sizes(key, value)?; // before the copy into a batch
         let mut b = WriteBatch::with_capacity(key.len() + value.len() + 11);
         b.put(key, value);
         self.write_opt(b, options)
@@ -203,6 +236,7 @@ impl Db {
     /// Removes `key` with the given write options.
     pub fn delete_opt(&self, key: impl AsRef<[u8]>, options: &WriteOptions) -> Result<()> {
         let key = key.as_ref();
+        check_sizes(key, &[])?;
         let mut b = WriteBatch::with_capacity(key.len() + 6);
         b.delete(key);
         self.write_opt(b, options)
@@ -220,13 +254,7 @@ impl Db {
                 crate::batch::BatchOp::Put(k, v) => (k, v),
                 crate::batch::BatchOp::Delete(k) => (k, &[][..]),
             };
-            if k.len() > MAX_KEY_SIZE || v.len() > MAX_VALUE_SIZE {
-                return Err(Error::InvalidArgument(format!(
-                    "key of {} bytes or value of {} bytes exceeds the limits ({MAX_KEY_SIZE}, {MAX_VALUE_SIZE})",
-                    k.len(),
-                    v.len()
-                )));
-            }
+            check_sizes(k, v)?;
         }
         if batch.is_empty() {
             return Ok(());
@@ -391,7 +419,9 @@ impl Db {
     }
 
     /// A property: `leveldb.stats`, `leveldb.num-files-at-level<N>`, `leveldb.sstables`,
-    /// `leveldb.approximate-memory-usage`, `strata.stats`. `None` for unknown names.
+    /// `leveldb.approximate-memory-usage`, `strata.stats`, `strata.recovery` (what opening
+    /// dropped), `strata.background-error` (`none`, `paused: ERROR` or `stopped: ERROR`).
+    /// `None` for unknown names.
     pub fn property(&self, name: &str) -> Option<String> {
         props::property(&self.inner, name)
     }
@@ -439,6 +469,21 @@ impl Db {
     /// 0), unreadable ones are moved to `lost/`.
     pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<()> {
         recover::repair(path.as_ref(), options)
+    }
+
+    /// Writes the memtable to a table (even if it holds little) and waits for it. The
+    /// data was already durable per its write options; this empties the WAL.
+    pub fn flush(&self) -> Result<()> {
+        background::flush(&self.inner)
+    }
+
+    /// Runs a paused flush or compaction now instead of at its next retry (see
+    /// `Options::background_retry_interval`) and waits until background work is done or
+    /// fails again. `Ok` when nothing is paused any more. A final error (a failed WAL or
+    /// manifest write or sync, damaged input) cannot be resumed: it is returned, and only
+    /// reopening the database recovers.
+    pub fn resume(&self) -> Result<()> {
+        background::resume(&self.inner)
     }
 
     /// The block cache this database reads through.

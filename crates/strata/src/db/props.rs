@@ -92,8 +92,14 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
             let _ = writeln!(s, "last_seqnum: {}", st.versions.last_seqnum);
             let _ = writeln!(s, "files_per_level: {:?}", v.files_per_level());
             let _ = writeln!(s, "live_snapshots: {}", db.snapshots.len());
+            let _ = writeln!(s, "background_retries: {}", st.bg_retries);
             Some(s)
         }
+        "strata.background-error" => Some(match (&st.bg_error, &st.bg_paused) {
+            (Some(e), _) => format!("stopped: {e}\n"),
+            (None, Some(p)) => format!("paused: {}\n", p.error),
+            (None, None) => "none\n".to_string(),
+        }),
         _ => None,
     }
 }

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::background::{build_table, delete_obsolete_files, write_table_from};
+use super::background::{build_table, delete_obsolete_files, sync_new_table, write_table_from};
 use super::{DEFAULT_BLOCK_CACHE, DbInner, LevelStats, State};
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
@@ -157,6 +157,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             versions,
             writers: VecDeque::new(),
             bg_error: None,
+            bg_paused: None,
+            bg_retries: 0,
             bg_scheduled: false,
             manual: None,
             pending_outputs: HashSet::new(),
@@ -356,6 +358,7 @@ fn flush_recovered(db: &DbInner, mem: &Arc<MemTable>, edit: &mut VersionEdit) ->
     }
     let number = db.lock().versions.new_file_number();
     if let Some(meta) = write_table_from(db, mem, number)? {
+        sync_new_table(db, number)?;
         // Recovered tables go to level 0: they may overlap each other.
         edit.new_files.push((0, meta));
     }

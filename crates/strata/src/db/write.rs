@@ -174,6 +174,11 @@ pub(super) fn make_room_for_write<'a>(
             return (st, Ok(()));
         } else if st.imm.is_some() || level0 >= L0_STOP_TRIGGER {
             // The previous memtable is still being flushed, or level 0 is full.
+            if let Some(p) = &st.bg_paused {
+                // D5: the work this write waits for is paused; do not wait for it.
+                let e = p.error.clone();
+                return (st, Err(e));
+            }
             let started = Instant::now();
             if !stopped {
                 st.stops += 1; // one stall, however many wake-ups it takes
