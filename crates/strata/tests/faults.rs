@@ -11,6 +11,7 @@
 use std::io::ErrorKind;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use strata::env::{Call, Env, Fault, FaultEnv, MemEnv};
 use strata::{Db, Options, WriteOptions};
@@ -19,6 +20,8 @@ fn options(env: Arc<dyn Env>) -> Options {
     Options {
         create_if_missing: true,
         write_buffer_size: 64 << 10,
+        // A failed flush pauses (C7) until `resume`; `disk_full.rs` tests the retries.
+        background_retry_interval: Duration::ZERO,
         env,
         ..Options::default()
     }
@@ -100,8 +103,9 @@ fn failed_wal_append_is_latched_and_recovered() {
 
 #[test]
 fn failed_flush_stops_writes_but_not_reads() {
-    // The first table write fails: the flush cannot finish, so writes stop (sticky),
-    // and everything acknowledged is still recovered from the WAL.
+    // The first table write fails: the flush cannot finish, so writes that need the
+    // memtable's room fail (paused until `resume`), and everything acknowledged is still
+    // recovered from the WAL.
     run(fault(Call::Append, ".ldb", 0, true));
 }
 

@@ -2,7 +2,9 @@
 //! with EIO or ENOSPC injected at its k-th mutating filesystem call, once or sticky, for
 //! every k. Rules: the operation that meets the error returns `Err` when the error hit its
 //! own WAL write; a synced write is never `Ok` if its append or fsync failed; once a write
-//! fails no later write succeeds (the error is latched); no failed fsync is retried and no
+//! fails no later write succeeds (the error is latched; a paused flush or compaction, C7,
+//! is not retried by itself here, so it holds writes back until the reopen just as a final
+//! error does; `disk_full.rs` tests the retries); no failed fsync is retried and no
 //! file is written after one of its writes or fsyncs failed; reads give the right value or
 //! an error; reopening with the fault gone recovers every acknowledged write and nothing
 //! that is not a prefix of the writes.
@@ -15,6 +17,7 @@ use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use strata::env::{Call, CrashEnv, Damage, Env, Fault, FaultEnv};
 use strata::{Db, Options, WriteBatch, WriteOptions};
@@ -90,6 +93,7 @@ fn options(env: Arc<dyn Env>) -> Options {
         write_buffer_size: 4 << 10,
         max_file_size: 4 << 10,
         block_size: 256,
+        background_retry_interval: Duration::ZERO,
         env,
         ..Options::default()
     }

@@ -146,3 +146,34 @@ fn a_damaged_current_is_refused_unchanged() {
     assert!(matches!(err, Error::Corruption(_)), "{err}");
     assert_eq!(snapshot(&env, dir), before);
 }
+
+#[test]
+fn oversized_keys_and_values_are_refused_and_change_nothing() {
+    let env = MemEnv::new();
+    let dir = existing(&env);
+    let db = Db::open(dir, options(&env)).unwrap();
+    let before = snapshot(&env, dir);
+    // Zeroed allocations: the pages are only touched if the engine copies them.
+    let big_key = vec![0u8; strata::MAX_KEY_SIZE + 1];
+    let big_value = vec![0u8; strata::MAX_VALUE_SIZE + 1];
+    let is_size_error =
+        |e: &Error| matches!(e, Error::InvalidArgument(m) if m.contains("exceeds the limits"));
+    let e = db.put(&big_key, "v").unwrap_err();
+    assert!(is_size_error(&e), "{e}");
+    let e = db.put("k", &big_value).unwrap_err();
+    assert!(is_size_error(&e), "{e}");
+    let e = db.delete(&big_key).unwrap_err();
+    assert!(is_size_error(&e), "{e}");
+    // In a batch, nothing of it is applied (C4).
+    let mut batch = strata::WriteBatch::new();
+    batch.put("fits", "v");
+    batch.put(&big_key, "v");
+    let e = db.write(batch).unwrap_err();
+    assert!(is_size_error(&e), "{e}");
+    drop(big_key);
+    assert_eq!(db.get("fits").unwrap(), None);
+    assert_eq!(snapshot(&env, dir), before);
+    // Refusals are not errors of the database: it goes on (`db_basics` writes large keys
+    // and values through every layer).
+    db.put("k0", "v").unwrap();
+}
