@@ -40,7 +40,7 @@ soak: deps
 	STRATA_SWEEP_CASES=0 $(CARGO) test --release -p strata --test corruption_sweep -- --nocapture
 	STRATA_CRASH_CYCLES=2000 $(CARGO) test --release -p strata --test crash -- --nocapture
 	STRATA_STRESS_THREADS=16 STRATA_STRESS_OPS=312500 $(CARGO) test --release -p strata --test stress -- --nocapture
-	STRATA_MULTIFAULT_RUNS=100000 $(CARGO) test --release -p strata --test io_errors -- --nocapture
+	STRATA_MULTIFAULT_RUNS=100000 STRATA_RETRY_RUNS=100000 $(CARGO) test --release -p strata --test io_errors -- --nocapture
 
 deps:
 	@scripts/install-deps.sh

@@ -87,13 +87,14 @@ fn apply(op: &Op, m: &mut Model) {
     }
 }
 
-fn options(env: Arc<dyn Env>) -> Options {
+/// `retry`: `Options::background_retry_interval` (zero: a paused step waits for a reopen).
+fn options(env: Arc<dyn Env>, retry: Duration) -> Options {
     Options {
         create_if_missing: true,
         write_buffer_size: 4 << 10,
         max_file_size: 4 << 10,
         block_size: 256,
-        background_retry_interval: Duration::ZERO,
+        background_retry_interval: retry,
         env,
         ..Options::default()
     }
@@ -139,20 +140,25 @@ fn random_fault(rng: &mut common::Rng) -> Fault {
 }
 
 fn run(fenv: &FaultEnv, ops: &[Op], ctx: &str) -> Outcome {
-    run_with(fenv, ops, ctx, None)
+    run_with(fenv, ops, ctx, None, Duration::ZERO)
 }
 
 /// Runs the workload; with `rearm`, arms a new random fault before some operations, so a
-/// run meets several faults.
+/// run meets several faults. With a non-zero `retry`, paused background work runs again
+/// by itself, so a write that failed on a paused step may be followed by writes that
+/// succeed: only a final error (the database says `stopped`) is latched, and a write that
+/// failed without its own WAL append or fsync failing was never logged.
 fn run_with(
     fenv: &FaultEnv,
     ops: &[Op],
     ctx: &str,
     mut rearm: Option<&mut common::Rng>,
+    retry: Duration,
 ) -> Outcome {
     let dir = Path::new("/db");
     let env: Arc<dyn Env> = Arc::new(fenv.clone());
-    let mut db = Db::open(dir, options(Arc::clone(&env))).ok();
+    let options = |env: &Arc<dyn Env>| options(Arc::clone(env), retry);
+    let mut db = Db::open(dir, options(&env)).ok();
     let mut model = Model::new();
     let mut out = Outcome { writes: Vec::new() };
     // The first failed write of the current session.
@@ -166,7 +172,7 @@ fn run_with(
         let Some(d) = db.as_ref() else {
             // The open failed: later writes cannot be acknowledged.
             if matches!(op, Op::Reopen) {
-                db = Db::open(dir, options(Arc::clone(&env))).ok();
+                db = Db::open(dir, options(&env)).ok();
             }
             continue;
         };
@@ -192,7 +198,7 @@ fn run_with(
             }
             Op::Reopen => {
                 drop(db.take());
-                db = Db::open(dir, options(Arc::clone(&env))).ok();
+                db = Db::open(dir, options(&env)).ok();
                 first_failed = None;
                 continue;
             }
@@ -218,6 +224,21 @@ fn run_with(
                 );
                 out.writes.push((i, Outcome1::Acked));
                 apply(op, &mut model);
+            }
+            Err(_) if !retry.is_zero() => {
+                let stopped = d
+                    .property("strata.background-error")
+                    .is_some_and(|s| s.starts_with("stopped"));
+                if own_wal_failed {
+                    // Its record may have reached the log; the error is final.
+                    assert!(stopped, "{ctx}: op {i}: a WAL failure must be final");
+                    out.writes.push((i, Outcome1::Maybe));
+                } else {
+                    out.writes.push((i, Outcome1::Failed));
+                }
+                if stopped && first_failed.is_none() {
+                    first_failed = Some(i);
+                }
             }
             Err(_) => {
                 if first_failed.is_none() {
@@ -274,7 +295,7 @@ fn audit(calls: &[(Call, PathBuf, bool)], ctx: &str) {
 
 fn check_recovery(base: &CrashEnv, ops: &[Op], out: &Outcome, ctx: &str) {
     let env: Arc<dyn Env> = Arc::new(base.clone());
-    let db = Db::open(Path::new("/db"), options(env))
+    let db = Db::open(Path::new("/db"), options(env, Duration::ZERO))
         .unwrap_or_else(|e| panic!("{ctx}: reopening with the fault gone failed: {e}"));
     let got: Model = db.range::<&[u8]>(..).map(|r| r.unwrap()).collect();
     drop(db);
@@ -356,10 +377,49 @@ fn random_multi_fault_runs() {
         let fenv = FaultEnv::new(Arc::new(base.clone()));
         fenv.arm(random_fault(&mut rng));
         let ctx = format!("multi-fault run {run_no} (seed {seed})");
-        let out = run_with(&fenv, &ops, &ctx, Some(&mut rng));
+        let out = run_with(&fenv, &ops, &ctx, Some(&mut rng), Duration::ZERO);
         audit(&fenv.calls(), &ctx);
         check_recovery(&base.crash(Damage::ProcessCrash, 0), &ops, &out, &ctx);
         failures += fenv.calls().iter().filter(|c| c.2).count();
     }
     println!("{failures} injected failures in {runs} runs");
+}
+
+/// The same with paused background work retried by itself every millisecond (C7): a
+/// retry may meet the next fault, succeed, or race the next write. Writes succeed again
+/// after a paused step heals; a final error is still latched; no failed file is touched
+/// again; nothing acknowledged is lost. `STRATA_RETRY_RUNS` (default 300) and
+/// `STRATA_MULTIFAULT_SEED` size and seed it.
+#[test]
+fn random_multi_fault_runs_with_retries() {
+    let runs = common::env_u64("STRATA_RETRY_RUNS", 300);
+    let seed = common::env_u64("STRATA_MULTIFAULT_SEED", 41);
+    println!("multi-fault runs with retries: {runs}, seed {seed}");
+    let ops = workload();
+    let mut rng = common::Rng::new(seed);
+    let (mut failures, mut healed) = (0, 0);
+    for run_no in 0..runs {
+        let base = CrashEnv::new();
+        let fenv = FaultEnv::new(Arc::new(base.clone()));
+        fenv.arm(random_fault(&mut rng));
+        let ctx = format!("multi-fault run with retries {run_no} (seed {seed})");
+        let out = run_with(&fenv, &ops, &ctx, Some(&mut rng), Duration::from_millis(1));
+        audit(&fenv.calls(), &ctx);
+        check_recovery(&base.crash(Damage::ProcessCrash, 0), &ops, &out, &ctx);
+        failures += fenv.calls().iter().filter(|c| c.2).count();
+        // Runs where a write failed and a later one succeeded with no reopen between.
+        let w = &out.writes;
+        let healed_here = w.iter().any(|&(i, a)| {
+            a == Outcome1::Failed
+                && w.iter().any(|&(k, b)| {
+                    k > i
+                        && b == Outcome1::Acked
+                        && !ops[i..k].iter().any(|o| matches!(o, Op::Reopen))
+                })
+        });
+        healed += u32::from(healed_here);
+    }
+    println!(
+        "{failures} injected failures in {runs} runs; {healed} runs wrote again after a failed write"
+    );
 }
