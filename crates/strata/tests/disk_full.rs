@@ -331,3 +331,37 @@ fn a_full_disk_seen_by_the_wal_is_final() {
         assert_eq!(db.get(b"c").unwrap(), None);
     });
 }
+
+#[test]
+fn a_manual_compaction_on_a_full_disk_reports_its_failure_however_fast_retries_run() {
+    within_a_minute(|| {
+        let env = FaultEnv::new(Arc::new(MemEnv::new()));
+        // Retries every millisecond: the pause may clear before the caller looks.
+        let o = options(&env, Duration::from_millis(1));
+        let db = Db::open(DIR, o.clone()).unwrap();
+        let mut model = Model::new();
+        for i in 0..1_500 {
+            db.put(key(i % 700), value(i, i / 700)).unwrap();
+            model.insert(key(i % 700), value(i, i / 700));
+        }
+        db.flush().unwrap();
+        env.arm(disk_full(0));
+        for attempt in 0..20 {
+            let e = db
+                .compact_range(None, None)
+                .expect_err("a compaction on a full disk cannot succeed");
+            assert!(is_enospc(&e), "attempt {attempt}: {e}");
+        }
+        // Nothing was lost or left behind meanwhile, and reads are right.
+        assert_eq!(contents(&db), model);
+        env.disarm();
+        db.resume().unwrap();
+        db.compact_range(None, None).unwrap();
+        assert_eq!(db.property("leveldb.num-files-at-level0").unwrap(), "0");
+        assert_eq!(contents(&db), model);
+        let report = db.verify().unwrap();
+        assert!(report.unreferenced.is_empty(), "{report:?}");
+        drop(db);
+        audit(&env.calls());
+    });
+}

@@ -62,11 +62,16 @@ pub(super) fn run(db: &Arc<DbInner>) {
 
 /// Asks the background thread to run if there is work for it.
 pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
-    if st.bg_scheduled
-        || st.bg_error.is_some()
-        || st.bg_paused.is_some()
-        || db.shutting_down.load(Ordering::Acquire)
-    {
+    if st.bg_scheduled || st.bg_error.is_some() || db.shutting_down.load(Ordering::Acquire) {
+        return;
+    }
+    if let Some(p) = &st.bg_paused {
+        // A paused compaction does not hold back a flush: a memtable may fit where a
+        // compaction's outputs did not. Nothing else runs before the retry.
+        if p.step == Step::Compaction && st.imm.is_some() {
+            st.bg_scheduled = true;
+            db.bg_cv.notify_all();
+        }
         return;
     }
     let v = st.versions.current();
@@ -85,6 +90,9 @@ pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
 fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
     if st.imm.is_some() {
         return compact_memtable(db, st, false);
+    }
+    if st.bg_paused.is_some() {
+        return st; // only the flush above runs while a compaction is paused
     }
     let max_file_size = db.options.max_file_size as u64;
     let version = st.versions.current();
@@ -142,8 +150,20 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
             record_error(&mut st, e);
         }
     } else {
-        st = run_compaction(db, st, c);
+        let failed;
+        (st, failed) = run_compaction(db, st, c);
         delete_obsolete_files(db, &mut st);
+        if let Some(e) = failed {
+            // A manual compaction reports its own failure: a pause may have cleared by
+            // the time its caller looks.
+            if manual.is_some()
+                && let Some(m) = st.manual.as_mut()
+            {
+                m.done = true;
+                m.error = Some(e);
+            }
+            return st;
+        }
     }
     if manual.is_some()
         && let Some(m) = st.manual.as_mut()
@@ -182,30 +202,51 @@ impl Failure {
     }
 }
 
+/// Which background step is paused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// The immutable memtable's flush: writes that need its room fail meanwhile.
+    Flush,
+    /// A compaction: flushes go on; writes fail only once level 0 is at its stop trigger.
+    Compaction,
+}
+
 /// The state a paused background step leaves (see the module docs).
 #[derive(Debug)]
 pub(super) struct Paused {
     /// What failed; writes that must wait for the step get it.
     pub(super) error: Error,
+    /// What failed.
+    pub(super) step: Step,
     /// When the background thread tries again by itself (`None`: only `Db::resume`).
     pub(super) retry_at: Option<Instant>,
 }
 
-fn record_failure(db: &DbInner, st: &mut State, f: Failure) {
+fn record_failure(db: &DbInner, st: &mut State, f: Failure, step: Step) {
     match f {
         Failure::Stop(e) => record_error(st, e),
         Failure::Retry(e) => {
-            if st.bg_error.is_some() {
-                return;
+            if st.bg_error.is_some() || st.bg_paused.as_ref().is_some_and(|p| p.step == Step::Flush)
+            {
+                return; // a paused flush is what holds writers back: keep it
             }
             let interval = db.options.background_retry_interval;
-            let retry_at = (interval > Duration::ZERO).then(|| Instant::now() + interval);
+            // Zero, or too long to represent: only `Db::resume` retries.
+            let retry_at = if interval > Duration::ZERO {
+                Instant::now().checked_add(interval)
+            } else {
+                None
+            };
             super::recover::info_log(
                 db.env.as_ref(),
                 &db.dir,
-                &format!("background work paused, retry in {interval:?}: {e}"),
+                &format!("background {step:?} paused, retry in {interval:?}: {e}"),
             );
-            st.bg_paused = Some(Paused { error: e, retry_at });
+            st.bg_paused = Some(Paused {
+                error: e,
+                step,
+                retry_at,
+            });
         }
     }
 }
@@ -240,7 +281,7 @@ fn compact_memtable<'a>(
     let meta = match built {
         Ok(m) => m,
         Err(f) => {
-            record_failure(db, &mut st, f);
+            record_failure(db, &mut st, f, Step::Flush);
             db.bg_cv.notify_all();
             return st;
         }
@@ -330,6 +371,9 @@ pub(super) fn write_table_from(
 ) -> Result<Option<FileMetaData>> {
     let mut it = mem.iter();
     it.seek_to_first();
+    if !it.valid() {
+        return Ok(None); // an empty memtable makes no file
+    }
     let path = db.table_path(number);
     let options = db.options.table_options();
     let Some(meta) = build_table(
@@ -376,7 +420,13 @@ fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
         st.pending_outputs.insert(n);
         n
     };
-    let file = db.env.new_writable(&db.table_path(number))?;
+    let file = match db.env.new_writable(&db.table_path(number)) {
+        Ok(f) => f,
+        Err(e) => {
+            db.lock().pending_outputs.remove(&number);
+            return Err(e);
+        }
+    };
     Ok(Output {
         number,
         builder: TableBuilder::new(file, db.options.table_options()),
@@ -399,12 +449,13 @@ fn finish_output(db: &DbInner, out: Output) -> Result<FileMetaData> {
     })
 }
 
-/// Merges a compaction's inputs into new tables of `level + 1` and installs them.
+/// Merges a compaction's inputs into new tables of `level + 1` and installs them. Returns
+/// the error if it failed (already recorded as paused or final).
 fn run_compaction<'a>(
     db: &'a DbInner,
     mut st: MutexGuard<'a, State>,
     mut c: Compaction,
-) -> MutexGuard<'a, State> {
+) -> (MutexGuard<'a, State>, Option<Error>) {
     let smallest_snapshot = db.snapshots.oldest().unwrap_or(st.versions.last_seqnum);
     drop(st);
     let started = Instant::now();
@@ -420,18 +471,21 @@ fn run_compaction<'a>(
     s.bytes_read += c.input_bytes();
     s.bytes_written += outputs.iter().map(|o| o.size).sum::<u64>();
     s.count += 1;
-    if let Err(e) = result {
+    if let Err(f) = result {
         // No output is named by the manifest yet: remove them all, which also gives back
         // the space a full disk needs.
         for n in &numbers {
             db.table_cache.evict(*n);
             let _ = db.env.remove_file(&db.table_path(*n));
         }
+        let e = match &f {
+            Failure::Retry(e) | Failure::Stop(e) => e.clone(),
+        };
         if !db.shutting_down.load(Ordering::Acquire) {
-            record_failure(db, &mut st, Failure::of_table_write(e));
+            record_failure(db, &mut st, f, Step::Compaction);
         }
         db.bg_cv.notify_all();
-        return st;
+        return (st, Some(e));
     }
     c.add_input_deletions();
     for o in outputs {
@@ -441,10 +495,13 @@ fn run_compaction<'a>(
         .env
         .sync_dir(&db.dir)
         .and_then(|()| st.versions.log_and_apply(&mut c.edit));
-    if let Err(e) = installed {
-        record_error(&mut st, e);
+    match installed {
+        Ok(()) => (st, None),
+        Err(e) => {
+            record_error(&mut st, e.clone());
+            (st, Some(e))
+        }
     }
-    st
 }
 
 fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
@@ -468,30 +525,35 @@ fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
     Ok(MergingIter::new(children))
 }
 
+/// The merge itself. Errors reading the inputs are final (damaged or unreadable data is
+/// not retried); errors writing the outputs may pass ([`Failure::of_table_write`]).
 fn merge_inputs(
     db: &DbInner,
     c: &mut Compaction,
     smallest_snapshot: u64,
     outputs: &mut Vec<FileMetaData>,
     numbers: &mut Vec<u64>,
-) -> Result<()> {
-    let mut input = input_cursor(db, c)?;
+) -> std::result::Result<(), Failure> {
+    let out_err = Failure::of_table_write;
+    let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
     input.seek_to_first();
     let mut current: Option<Output> = None;
     let mut current_user_key: Option<Vec<u8>> = None;
     let mut last_seq_for_key = MAX_SEQNUM;
     while input.valid() {
         if db.shutting_down.load(Ordering::Acquire) {
-            return Err(Error::InvalidArgument("database is closing".into()));
+            return Err(Failure::Stop(Error::InvalidArgument(
+                "database is closing".into(),
+            )));
         }
         // A waiting memtable flush goes first: writers may be stalled on it.
         if db.has_imm.load(Ordering::Acquire) {
             let st = compact_memtable(db, db.lock(), true);
             if let Some(e) = &st.bg_error {
-                return Err(e.clone());
+                return Err(Failure::Stop(e.clone()));
             }
             if let Some(p) = &st.bg_paused {
-                return Err(p.error.clone());
+                return Err(Failure::Retry(p.error.clone()));
             }
         }
         let ikey = input.key();
@@ -499,17 +561,17 @@ fn merge_inputs(
         if c.should_stop_before(ikey)
             && let Some(out) = current.take()
         {
-            outputs.push(finish_output(db, out)?);
+            outputs.push(finish_output(db, out).map_err(out_err)?);
         }
         let parsed = ParsedInternalKey::parse(ikey).ok_or_else(|| {
-            Error::corruption(
+            Failure::Stop(Error::corruption(
                 "",
                 0,
                 format!(
                     "compaction input has a bad internal key ({} bytes)",
                     ikey.len()
                 ),
-            )
+            ))
         })?;
         if current_user_key.as_deref() != Some(parsed.user_key) {
             current_user_key = Some(parsed.user_key.to_vec());
@@ -526,26 +588,26 @@ fn merge_inputs(
         last_seq_for_key = parsed.seqnum;
         if !drop_entry {
             if current.is_none() {
-                let out = open_output(db, ikey)?;
+                let out = open_output(db, ikey).map_err(out_err)?;
                 numbers.push(out.number);
                 current = Some(out);
             }
             if let Some(out) = current.as_mut() {
-                out.builder.add(ikey, input.value())?;
+                out.builder.add(ikey, input.value()).map_err(out_err)?;
                 out.largest.clear();
                 out.largest.extend_from_slice(ikey);
                 if out.builder.file_size() >= c.max_output_file_size
                     && let Some(out) = current.take()
                 {
-                    outputs.push(finish_output(db, out)?);
+                    outputs.push(finish_output(db, out).map_err(out_err)?);
                 }
             }
         }
         input.next();
     }
-    input.status()?;
+    input.status().map_err(Failure::Stop)?;
     if let Some(out) = current.take() {
-        outputs.push(finish_output(db, out)?);
+        outputs.push(finish_output(db, out).map_err(out_err)?);
     }
     Ok(())
 }
@@ -584,7 +646,7 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
 pub(super) fn flush(db: &DbInner) -> Result<()> {
     write::write(db, None, false)?;
     let mut st = db.lock();
-    while st.imm.is_some() && st.bg_error.is_none() && st.bg_paused.is_none() {
+    while st.imm.is_some() && st.bg_error.is_none() && !flush_paused(&st) {
         maybe_schedule(db, &mut st);
         st = db.wait(&db.bg_cv, st);
     }
@@ -616,25 +678,43 @@ pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8
             begin: begin.map(<[u8]>::to_vec),
             end: end.map(<[u8]>::to_vec),
             done: false,
+            error: None,
         });
-        maybe_schedule(db, &mut st);
-        while st.manual.as_ref().is_some_and(|m| !m.done)
-            && st.bg_error.is_none()
-            && st.bg_paused.is_none()
-        {
-            if db.shutting_down.load(Ordering::Acquire) {
+        // Wait until it is done, or nothing will run it: the background thread is idle
+        // and stopped, paused or closing. (Leaving while it runs could let the next
+        // request take this one's result.)
+        loop {
+            if st.manual.as_ref().is_none_or(|m| m.done) {
                 break;
             }
-            maybe_schedule(db, &mut st);
+            if !st.bg_scheduled {
+                if st.bg_error.is_some()
+                    || st.bg_paused.is_some()
+                    || db.shutting_down.load(Ordering::Acquire)
+                {
+                    break;
+                }
+                maybe_schedule(db, &mut st);
+            }
             st = db.wait(&db.bg_cv, st);
         }
-        st.manual = None;
+        let request = st.manual.take();
         db.bg_cv.notify_all();
-        if let Some(e) = background_failure(&st) {
-            return Err(e);
+        match request {
+            Some(ManualCompaction { error: Some(e), .. }) => return Err(e),
+            Some(ManualCompaction { done: true, .. }) => {}
+            _ => {
+                return Err(background_failure(&st)
+                    .unwrap_or_else(|| Error::InvalidArgument("database is closing".into())));
+            }
         }
     }
     Ok(())
+}
+
+/// True while the memtable flush is paused (a paused compaction lets flushes run).
+pub(super) fn flush_paused(st: &State) -> bool {
+    st.bg_paused.as_ref().is_some_and(|p| p.step == Step::Flush)
 }
 
 /// The final error, or else the error of the paused step, if any.

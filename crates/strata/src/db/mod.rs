@@ -72,6 +72,8 @@ struct ManualCompaction {
     begin: Option<Vec<u8>>,
     end: Option<Vec<u8>>,
     done: bool,
+    /// Why it stopped early, if it failed.
+    error: Option<Error>,
 }
 
 /// Per-level compaction figures, for `leveldb.stats`.
