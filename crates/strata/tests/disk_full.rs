@@ -365,3 +365,69 @@ fn a_manual_compaction_on_a_full_disk_reports_its_failure_however_fast_retries_r
         audit(&env.calls());
     });
 }
+
+#[test]
+fn flushes_go_on_while_a_compaction_is_paused_until_level_0_is_full() {
+    within_a_minute(|| {
+        let env = FaultEnv::new(Arc::new(MemEnv::new()));
+        let mut o = options(&env, Duration::ZERO);
+        o.write_buffer_size = 1 << 20; // flushes only when asked
+        let db = Db::open(DIR, o.clone()).unwrap();
+        let mut model = Model::new();
+        let fill = |db: &Db, model: &mut Model, round: u32| {
+            for i in 0..100 {
+                db.put(key(i), value(i, round)).unwrap();
+                model.insert(key(i), value(i, round));
+            }
+        };
+        let level0 = |db: &Db| -> usize {
+            db.property("leveldb.num-files-at-level0")
+                .unwrap()
+                .parse()
+                .unwrap()
+        };
+        let mut round = 0;
+        while level0(&db) != 3 {
+            assert!(round < 10);
+            fill(&db, &mut model, round);
+            db.flush().unwrap();
+            round += 1;
+        }
+        // One new table cannot be created: the fourth flush's can, the compaction's first
+        // output cannot. The disk then has room for flushes again.
+        env.arm(Fault {
+            call: Call::Create,
+            path_contains: ".ldb".into(),
+            skip: 1,
+            sticky: false,
+            kind: ErrorKind::StorageFull,
+        });
+        fill(&db, &mut model, round);
+        db.flush().unwrap();
+        round += 1;
+        eventually("the compaction pauses", || {
+            background_error(&db).starts_with("paused:")
+        });
+        // Flushes go on while the compaction waits for `resume`, until level 0 is full;
+        // then the write that needs room fails at once instead of waiting.
+        let stopped = loop {
+            assert!(round < 40, "level 0 never filled: {}", level0(&db));
+            fill(&db, &mut model, round);
+            round += 1;
+            if let Err(e) = db.flush() {
+                break e;
+            }
+        };
+        assert!(is_enospc(&stopped), "{stopped}");
+        assert_eq!(level0(&db), strata::version::L0_STOP_TRIGGER);
+        assert_eq!(contents(&db), model);
+        db.resume().unwrap();
+        assert!(level0(&db) < 4, "{}", level0(&db));
+        assert_eq!(contents(&db), model);
+        db.flush().unwrap();
+        assert!(db.verify().unwrap().unreferenced.is_empty());
+        drop(db);
+        let db = Db::open(DIR, o).unwrap();
+        assert_eq!(contents(&db), model);
+    });
+}
