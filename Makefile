@@ -52,6 +52,7 @@ fmt:
 # docs/fuzzing.md for running them.
 fuzz-build:
 	cd fuzz && $(CARGO) +nightly fuzz build
+	git rev-parse --short HEAD > fuzz/target/x86_64-unknown-linux-gnu/release/BUILT_COMMIT
 
 # One CPU-hour per fuzz target, two at a time at nice 19 (about 4.5 hours on two cores);
 # resumable: fuzz/soak-ledger.tsv keeps what each target has had (docs/fuzzing.md).

@@ -38,7 +38,8 @@ fi
 bin_dir=target/x86_64-unknown-linux-gnu/release
 ledger=soak-ledger.tsv
 [[ -f $ledger ]] || printf 'date\tcommit\ttarget\tcpu_s\texecs\tcov\tresult\n' > "$ledger"
-commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+# The commit the targets were built from (make fuzz-build writes it), else HEAD.
+commit=$(cat "$bin_dir/BUILT_COMMIT" 2>/dev/null || git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 spent() { # CPU seconds the ledger holds for target $1
     awk -F'\t' -v t="$1" '$3 == t && $7 == "ok" { s += $4 } END { printf "%d", s }' "$ledger"
