@@ -210,7 +210,8 @@ fn a_full_disk_during_a_flush_fails_waiting_writes_and_resume_goes_on() {
 #[test]
 fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() {
     within_a_minute(|| {
-        let env = FaultEnv::new(Arc::new(MemEnv::new()));
+        let mem = MemEnv::new();
+        let env = FaultEnv::new(Arc::new(mem.clone()));
         let mut o = options(&env, Duration::from_millis(20));
         o.write_buffer_size = 1 << 20; // flushes only when asked
         let db = Db::open(DIR, o.clone()).unwrap();
@@ -253,9 +254,18 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
         // Retries keep failing while the disk is full (each removes its partial output:
         // checked by `verify` below, which lists files nothing references).
         let retries = stat(&db, "background_retries");
-        eventually("two more retries", || {
-            stat(&db, "background_retries") >= retries + 2
+        eventually("five more retries", || {
+            stat(&db, "background_retries") >= retries + 5
         });
+        // `LOG` says so, but not at every retry (a disk that stays bad would fill it).
+        let log = String::from_utf8(mem.contents(Path::new("/db/LOG")).unwrap()).unwrap();
+        let paused_lines = log.lines().filter(|l| l.contains("paused")).count() as u64;
+        let retries = stat(&db, "background_retries");
+        assert!(paused_lines >= 1, "{log}");
+        assert!(
+            paused_lines <= 2 + retries.ilog2() as u64,
+            "{paused_lines} lines for {retries} retries"
+        );
 
         // Space returns: the compaction runs by itself.
         env.disarm();

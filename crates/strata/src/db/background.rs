@@ -237,11 +237,18 @@ fn record_failure(db: &DbInner, st: &mut State, f: Failure, step: Step) {
             } else {
                 None
             };
-            super::recover::info_log(
-                db.env.as_ref(),
-                &db.dir,
-                &format!("background {step:?} paused, retry in {interval:?}: {e}"),
-            );
+            // A disk that stays bad would otherwise add a line to `LOG` at every retry.
+            st.bg_pause_streak += 1;
+            if st.bg_pause_streak.is_power_of_two() {
+                super::recover::info_log(
+                    db.env.as_ref(),
+                    &db.dir,
+                    &format!(
+                        "background {step:?} paused ({} in a row), retry in {interval:?}: {e}",
+                        st.bg_pause_streak
+                    ),
+                );
+            }
             st.bg_paused = Some(Paused {
                 error: e,
                 step,
@@ -311,6 +318,7 @@ fn compact_memtable<'a>(
             st.imm = None;
             db.has_imm.store(false, Ordering::Release);
             st.flushes += 1;
+            st.bg_pause_streak = 0;
             delete_obsolete_files(db, &mut st);
         }
         Err(e) => record_error(&mut st, e),
@@ -496,7 +504,10 @@ fn run_compaction<'a>(
         .sync_dir(&db.dir)
         .and_then(|()| st.versions.log_and_apply(&mut c.edit));
     match installed {
-        Ok(()) => (st, None),
+        Ok(()) => {
+            st.bg_pause_streak = 0;
+            (st, None)
+        }
         Err(e) => {
             record_error(&mut st, e.clone());
             (st, Some(e))

@@ -100,6 +100,8 @@ struct State {
     bg_paused: Option<background::Paused>,
     /// How many times paused background work was tried again.
     bg_retries: u64,
+    /// Background steps paused in a row since one last succeeded (for `LOG`).
+    bg_pause_streak: u64,
     bg_scheduled: bool,
     manual: Option<ManualCompaction>,
     pending_outputs: HashSet<u64>,

@@ -159,6 +159,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             bg_error: None,
             bg_paused: None,
             bg_retries: 0,
+            bg_pause_streak: 0,
             bg_scheduled: false,
             manual: None,
             pending_outputs: HashSet::new(),
