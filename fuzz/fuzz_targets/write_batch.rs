@@ -2,11 +2,5 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use strata::WriteBatch;
 
-fuzz_target!(|data: &[u8]| {
-    if let Ok(batch) = WriteBatch::from_bytes(data.to_vec()) {
-        let ops: Vec<_> = batch.iter().collect::<Result<_, _>>().expect("validated");
-        assert_eq!(ops.len(), batch.len() as usize);
-    }
-});
+fuzz_target!(|data: &[u8]| strata_fuzz_checks::write_batch(data));
