@@ -128,6 +128,19 @@ fn audit(calls: &[(Call, PathBuf, bool)]) {
     }
 }
 
+/// The end of every healed run: the contents are the model, nothing unreferenced is left,
+/// a reopen keeps everything, and no failed file was touched again.
+fn check_healed(db: Db, env: &FaultEnv, options: Options, model: &Model) {
+    assert_eq!(&contents(&db), model);
+    let report = db.verify().unwrap();
+    assert!(report.unreferenced.is_empty(), "{report:?}");
+    drop(db);
+    let db = Db::open(DIR, options).unwrap();
+    assert_eq!(&contents(&db), model);
+    drop(db);
+    audit(&env.calls());
+}
+
 /// Table files in the directory.
 fn tables(env: &FaultEnv) -> usize {
     env.children(Path::new(DIR))
@@ -195,15 +208,7 @@ fn a_full_disk_during_a_flush_fails_waiting_writes_and_resume_goes_on() {
             model.insert(key(i), value(i, 1));
         }
         db.compact_range(None, None).unwrap();
-        assert_eq!(contents(&db), model);
-        let report = db.verify().unwrap();
-        assert!(report.unreferenced.is_empty(), "{report:?}");
-        drop(db);
-
-        let db = Db::open(DIR, options(&env, Duration::ZERO)).unwrap();
-        assert_eq!(contents(&db), model);
-        drop(db);
-        audit(&env.calls());
+        check_healed(db, &env, options(&env, Duration::ZERO), &model);
     });
 }
 
@@ -273,14 +278,7 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
             background_error(&db) == "none\n"
                 && db.property("leveldb.num-files-at-level0").unwrap() == "0"
         });
-        assert_eq!(contents(&db), model);
-        let report = db.verify().unwrap();
-        assert!(report.unreferenced.is_empty(), "{report:?}");
-        drop(db);
-        let db = Db::open(DIR, o).unwrap();
-        assert_eq!(contents(&db), model);
-        drop(db);
-        audit(&env.calls());
+        check_healed(db, &env, o, &model);
     });
 }
 
@@ -368,11 +366,7 @@ fn a_manual_compaction_on_a_full_disk_reports_its_failure_however_fast_retries_r
         db.resume().unwrap();
         db.compact_range(None, None).unwrap();
         assert_eq!(db.property("leveldb.num-files-at-level0").unwrap(), "0");
-        assert_eq!(contents(&db), model);
-        let report = db.verify().unwrap();
-        assert!(report.unreferenced.is_empty(), "{report:?}");
-        drop(db);
-        audit(&env.calls());
+        check_healed(db, &env, o, &model);
     });
 }
 
@@ -435,9 +429,6 @@ fn flushes_go_on_while_a_compaction_is_paused_until_level_0_is_full() {
         assert!(level0(&db) < 4, "{}", level0(&db));
         assert_eq!(contents(&db), model);
         db.flush().unwrap();
-        assert!(db.verify().unwrap().unreferenced.is_empty());
-        drop(db);
-        let db = Db::open(DIR, o).unwrap();
-        assert_eq!(contents(&db), model);
+        check_healed(db, &env, o, &model);
     });
 }
