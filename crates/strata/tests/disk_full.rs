@@ -141,6 +141,21 @@ fn check_healed(db: Db, env: &FaultEnv, options: Options, model: &Model) {
     audit(&env.calls());
 }
 
+/// Puts keys `0..keys` with values of `round`, in the database and the model.
+fn fill(db: &Db, model: &mut Model, round: u32, keys: u32) {
+    for i in 0..keys {
+        db.put(key(i), value(i, round)).unwrap();
+        model.insert(key(i), value(i, round));
+    }
+}
+
+fn level0(db: &Db) -> usize {
+    db.property("leveldb.num-files-at-level0")
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
 /// Table files in the directory.
 fn tables(env: &FaultEnv) -> usize {
     env.children(Path::new(DIR))
@@ -223,17 +238,11 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
         let mut model = Model::new();
         // Flush overlapping tables until level 0 holds three (the first ones go deeper);
         // the fourth starts a compaction.
-        let fill = |db: &Db, model: &mut Model, round: u32| {
-            for i in 0..200 {
-                db.put(key(i), value(i, round)).unwrap();
-                model.insert(key(i), value(i, round));
-            }
-        };
         let mut appends_per_flush = 0;
         let mut round = 0;
-        while db.property("leveldb.num-files-at-level0").unwrap() != "3" {
+        while level0(&db) != 3 {
             assert!(round < 10, "{}", db.property("leveldb.sstables").unwrap());
-            fill(&db, &mut model, round);
+            fill(&db, &mut model, round, 200);
             round += 1;
             let before = env.calls().len();
             db.flush().unwrap();
@@ -245,7 +254,7 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
         // The fourth flush (same keys, same size: same appends) fits; the compaction it
         // starts does not.
         env.arm(disk_full(appends_per_flush));
-        fill(&db, &mut model, round);
+        fill(&db, &mut model, round, 200);
         db.flush().unwrap();
         eventually("the compaction pauses", || {
             background_error(&db).starts_with("paused:")
@@ -275,8 +284,7 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
         // Space returns: the compaction runs by itself.
         env.disarm();
         eventually("the compaction runs again", || {
-            background_error(&db) == "none\n"
-                && db.property("leveldb.num-files-at-level0").unwrap() == "0"
+            background_error(&db) == "none\n" && level0(&db) == 0
         });
         check_healed(db, &env, o, &model);
     });
@@ -365,7 +373,7 @@ fn a_manual_compaction_on_a_full_disk_reports_its_failure_however_fast_retries_r
         env.disarm();
         db.resume().unwrap();
         db.compact_range(None, None).unwrap();
-        assert_eq!(db.property("leveldb.num-files-at-level0").unwrap(), "0");
+        assert_eq!(level0(&db), 0);
         check_healed(db, &env, o, &model);
     });
 }
@@ -378,22 +386,10 @@ fn flushes_go_on_while_a_compaction_is_paused_until_level_0_is_full() {
         o.write_buffer_size = 1 << 20; // flushes only when asked
         let db = Db::open(DIR, o.clone()).unwrap();
         let mut model = Model::new();
-        let fill = |db: &Db, model: &mut Model, round: u32| {
-            for i in 0..100 {
-                db.put(key(i), value(i, round)).unwrap();
-                model.insert(key(i), value(i, round));
-            }
-        };
-        let level0 = |db: &Db| -> usize {
-            db.property("leveldb.num-files-at-level0")
-                .unwrap()
-                .parse()
-                .unwrap()
-        };
         let mut round = 0;
         while level0(&db) != 3 {
             assert!(round < 10);
-            fill(&db, &mut model, round);
+            fill(&db, &mut model, round, 100);
             db.flush().unwrap();
             round += 1;
         }
@@ -406,7 +402,7 @@ fn flushes_go_on_while_a_compaction_is_paused_until_level_0_is_full() {
             sticky: false,
             kind: ErrorKind::StorageFull,
         });
-        fill(&db, &mut model, round);
+        fill(&db, &mut model, round, 100);
         db.flush().unwrap();
         round += 1;
         eventually("the compaction pauses", || {
@@ -416,7 +412,7 @@ fn flushes_go_on_while_a_compaction_is_paused_until_level_0_is_full() {
         // then the write that needs room fails at once instead of waiting.
         let stopped = loop {
             assert!(round < 40, "level 0 never filled: {}", level0(&db));
-            fill(&db, &mut model, round);
+            fill(&db, &mut model, round, 100);
             round += 1;
             if let Err(e) = db.flush() {
                 break e;

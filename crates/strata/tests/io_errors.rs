@@ -373,16 +373,28 @@ fn random_multi_fault_runs() {
     let mut rng = common::Rng::new(seed);
     let mut failures = 0;
     for run_no in 0..runs {
-        let base = CrashEnv::new();
-        let fenv = FaultEnv::new(Arc::new(base.clone()));
-        fenv.arm(random_fault(&mut rng));
         let ctx = format!("multi-fault run {run_no} (seed {seed})");
-        let out = run_with(&fenv, &ops, &ctx, Some(&mut rng), Duration::ZERO);
-        audit(&fenv.calls(), &ctx);
-        check_recovery(&base.crash(Damage::ProcessCrash, 0), &ops, &out, &ctx);
-        failures += fenv.calls().iter().filter(|c| c.2).count();
+        failures += multi_fault_run(&mut rng, &ops, &ctx, Duration::ZERO).1;
     }
     println!("{failures} injected failures in {runs} runs");
+}
+
+/// One run of `random_multi_fault_runs`: a random first fault, more armed as it goes,
+/// then the audit and a recovery check. Returns the outcome and how many calls failed.
+fn multi_fault_run(
+    rng: &mut common::Rng,
+    ops: &[Op],
+    ctx: &str,
+    retry: Duration,
+) -> (Outcome, usize) {
+    let base = CrashEnv::new();
+    let fenv = FaultEnv::new(Arc::new(base.clone()));
+    fenv.arm(random_fault(rng));
+    let out = run_with(&fenv, ops, ctx, Some(rng), retry);
+    let calls = fenv.calls();
+    audit(&calls, ctx);
+    check_recovery(&base.crash(Damage::ProcessCrash, 0), ops, &out, ctx);
+    (out, calls.iter().filter(|c| c.2).count())
 }
 
 /// The same with paused background work retried by itself every millisecond (C7): a
@@ -399,14 +411,9 @@ fn random_multi_fault_runs_with_retries() {
     let mut rng = common::Rng::new(seed);
     let (mut failures, mut healed) = (0, 0);
     for run_no in 0..runs {
-        let base = CrashEnv::new();
-        let fenv = FaultEnv::new(Arc::new(base.clone()));
-        fenv.arm(random_fault(&mut rng));
         let ctx = format!("multi-fault run with retries {run_no} (seed {seed})");
-        let out = run_with(&fenv, &ops, &ctx, Some(&mut rng), Duration::from_millis(1));
-        audit(&fenv.calls(), &ctx);
-        check_recovery(&base.crash(Damage::ProcessCrash, 0), &ops, &out, &ctx);
-        failures += fenv.calls().iter().filter(|c| c.2).count();
+        let (out, failed) = multi_fault_run(&mut rng, &ops, &ctx, Duration::from_millis(1));
+        failures += failed;
         // Runs where a write failed and a later one succeeded with no reopen between.
         let w = &out.writes;
         let healed_here = w.iter().any(|&(i, a)| {

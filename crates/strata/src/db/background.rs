@@ -33,12 +33,7 @@ pub(super) fn run(db: &Arc<DbInner>) {
     loop {
         while !st.bg_scheduled && !db.shutting_down.load(Ordering::Acquire) {
             match st.bg_paused.as_ref().and_then(|p| p.retry_at) {
-                Some(at) if Instant::now() >= at => {
-                    // Time to try the paused step again.
-                    st.bg_paused = None;
-                    st.bg_retries += 1;
-                    maybe_schedule(db, &mut st);
-                }
+                Some(at) if Instant::now() >= at => retry_paused(db, &mut st),
                 Some(at) => {
                     let left = at.saturating_duration_since(Instant::now());
                     st = db.wait_timeout(&db.bg_cv, st, left);
@@ -397,8 +392,7 @@ pub(super) fn write_table_from(
         return Ok(None);
     };
     if let Err(e) = db.table_cache.find(number, meta.size) {
-        db.table_cache.evict(number);
-        let _ = db.env.remove_file(&path);
+        discard_table(db, number);
         return Err(e);
     }
     Ok(Some(meta))
@@ -407,10 +401,16 @@ pub(super) fn write_table_from(
 /// Syncs the directory after table `number` was written; on failure the table is removed
 /// (a failed directory sync is never retried, so the caller must stop).
 pub(super) fn sync_new_table(db: &DbInner, number: u64) -> Result<()> {
-    db.env.sync_dir(&db.dir).inspect_err(|_| {
-        db.table_cache.evict(number);
-        let _ = db.env.remove_file(&db.table_path(number));
-    })
+    db.env
+        .sync_dir(&db.dir)
+        .inspect_err(|_| discard_table(db, number))
+}
+
+/// Forgets table `number` in the table cache and deletes its file (best effort: a file
+/// left behind is unreferenced, and the next deletion of obsolete files removes it).
+fn discard_table(db: &DbInner, number: u64) {
+    db.table_cache.evict(number);
+    let _ = db.env.remove_file(&db.table_path(number));
 }
 
 /// One table being written by a compaction.
@@ -483,8 +483,7 @@ fn run_compaction<'a>(
         // No output is named by the manifest yet: remove them all, which also gives back
         // the space a full disk needs.
         for n in &numbers {
-            db.table_cache.evict(*n);
-            let _ = db.env.remove_file(&db.table_path(*n));
+            discard_table(db, *n);
         }
         let e = match &f {
             Failure::Retry(e) | Failure::Stop(e) => e.clone(),
@@ -657,7 +656,7 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
 pub(super) fn flush(db: &DbInner) -> Result<()> {
     write::write(db, None, false)?;
     let mut st = db.lock();
-    while st.imm.is_some() && st.bg_error.is_none() && !flush_paused(&st) {
+    while st.imm.is_some() && st.bg_error.is_none() && pause_blocking_writes(&st).is_none() {
         maybe_schedule(db, &mut st);
         st = db.wait(&db.bg_cv, st);
     }
@@ -723,9 +722,21 @@ pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8
     Ok(())
 }
 
-/// True while the memtable flush is paused (a paused compaction lets flushes run).
-pub(super) fn flush_paused(st: &State) -> bool {
-    st.bg_paused.as_ref().is_some_and(|p| p.step == Step::Flush)
+/// The pause a write that waits for room would wait on forever (D5): with a memtable
+/// waiting for its flush, only a paused flush (a paused compaction lets flushes run);
+/// otherwise (level 0 at its stop trigger) any pause.
+pub(super) fn pause_blocking_writes(st: &State) -> Option<&Paused> {
+    st.bg_paused
+        .as_ref()
+        .filter(|p| st.imm.is_none() || p.step == Step::Flush)
+}
+
+/// Clears a pause and schedules the paused work again.
+fn retry_paused(db: &DbInner, st: &mut State) {
+    if st.bg_paused.take().is_some() {
+        st.bg_retries += 1;
+    }
+    maybe_schedule(db, st);
 }
 
 /// The final error, or else the error of the paused step, if any.
@@ -742,10 +753,7 @@ pub(super) fn resume(db: &DbInner) -> Result<()> {
     if let Some(e) = &st.bg_error {
         return Err(e.clone());
     }
-    if st.bg_paused.take().is_some() {
-        st.bg_retries += 1;
-    }
-    maybe_schedule(db, &mut st);
+    retry_paused(db, &mut st);
     while st.bg_scheduled
         && st.bg_error.is_none()
         && st.bg_paused.is_none()

@@ -174,14 +174,8 @@ pub(super) fn make_room_for_write<'a>(
             return (st, Ok(()));
         } else if st.imm.is_some() || level0 >= L0_STOP_TRIGGER {
             // The previous memtable is still being flushed, or level 0 is full.
-            // D5: if the work this write waits for is paused, do not wait for it. (A paused
-            // compaction lets the flush run, but level 0 cannot shrink.)
-            let waits_on_paused = if st.imm.is_some() {
-                background::flush_paused(&st)
-            } else {
-                st.bg_paused.is_some()
-            };
-            if waits_on_paused && let Some(p) = &st.bg_paused {
+            // D5: if the work this write waits for is paused, do not wait for it.
+            if let Some(p) = background::pause_blocking_writes(&st) {
                 let e = p.error.clone();
                 return (st, Err(e));
             }
