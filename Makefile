@@ -5,7 +5,7 @@ CARGO ?= cargo
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: test bench bench-full bench-micro soak deps fmt fuzz-build fuzz-soak clean
+.PHONY: test bench bench-full bench-micro soak stress-soak deps fmt fuzz-build fuzz-soak clean
 
 test: deps
 	$(CARGO) fmt --all --check
@@ -39,8 +39,15 @@ soak: deps
 	STRATA_POINTS_SEEDS=20 $(CARGO) test --release -p strata --test crash_points -- --nocapture
 	STRATA_SWEEP_CASES=0 $(CARGO) test --release -p strata --test corruption_sweep -- --nocapture
 	STRATA_CRASH_CYCLES=2000 $(CARGO) test --release -p strata --test crash -- --nocapture
-	STRATA_STRESS_THREADS=16 STRATA_STRESS_OPS=312500 $(CARGO) test --release -p strata --test stress -- --nocapture
 	STRATA_MULTIFAULT_RUNS=100000 STRATA_RETRY_RUNS=100000 $(CARGO) test --release -p strata --test io_errors -- --nocapture
+	$(MAKE) stress-soak
+
+# The concurrency soak alone: 16 threads x 5 M ops each, in phases of 50,000 ops per thread
+# with a reopen between them (about four hours here). It keeps a checkpoint in
+# target/stress-soak/ after each phase, so a run cut short carries on at the next call;
+# delete that directory to start again.
+stress-soak: deps
+	STRATA_STRESS_DIR=$(CURDIR)/target/stress-soak STRATA_STRESS_THREADS=16 STRATA_STRESS_OPS=5000000 STRATA_STRESS_PHASE_OPS=50000 $(CARGO) test --release -p strata --test stress threads_against -- --nocapture
 
 deps:
 	@scripts/install-deps.sh
