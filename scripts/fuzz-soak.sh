@@ -5,7 +5,7 @@
 #
 # Runs each cargo-fuzz target (default: all of fuzz/fuzz_targets) until the CPU time
 # recorded for it in the ledger reaches N seconds (default 3600, one CPU-hour). Work is
-# done in chunks of --chunk CPU seconds (default 600); after each chunk one line is
+# done in chunks of --chunk seconds of wall time (default 600); after each chunk one line is
 # appended to the ledger (fuzz/soak-ledger.tsv): date, commit, target, CPU seconds,
 # executions, coverage, result. A run cut short loses at most its current chunk, and the
 # next call picks up where the ledger stands. The corpus (fuzz/corpus/TARGET) persists

@@ -77,7 +77,11 @@ fn acknowledged_writes_survive_kill_9() {
     let cycles = env_u64("STRATA_CRASH_CYCLES", 50);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db");
-    let mut rng = Rng::new(env_u64("STRATA_CRASH_SEED", 99));
+    let seed = env_u64("STRATA_CRASH_SEED", 99);
+    println!(
+        "kill -9: {cycles} cycles, seed {seed} (STRATA_CRASH_SEED; kill moments are real time)"
+    );
+    let mut rng = Rng::new(seed);
     // What the database must hold: per key, the value of its last acknowledged operation.
     let mut model: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut next = 0u64;
