@@ -17,9 +17,9 @@
 //! copy of the database with the oracle beside it (`checkpoint/`, built as
 //! `checkpoint.tmp/` and renamed). A later run with the same threads and seed starts from
 //! the checkpoint, so a run killed in the middle of a phase loses only that phase, and
-//! checks every key against the saved oracle first. `STRATA_STRESS_SECS` stops a run after the phase that crosses that
-//! many seconds; the total `STRATA_STRESS_OPS` per thread is reached over as many runs as
-//! it takes.
+//! checks every key against the saved oracle first. `STRATA_STRESS_SECS` stops a run
+//! after the phase that crosses that many seconds; the total `STRATA_STRESS_OPS` per
+//! thread is reached over as many runs as it takes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
