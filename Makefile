@@ -5,7 +5,7 @@ CARGO ?= cargo
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: test bench bench-full bench-micro soak stress-soak deps fmt fuzz-build fuzz-soak clean
+.PHONY: test bench bench-full bench-micro soak stress-soak miri deps fmt fuzz-build fuzz-soak clean
 
 test: deps
 	$(CARGO) fmt --all --check
@@ -49,6 +49,12 @@ soak: deps
 # that directory to start again.
 stress-soak: deps
 	STRATA_STRESS_DIR=$(CURDIR)/target/stress-soak STRATA_STRESS_THREADS=16 STRATA_STRESS_OPS=5000000 STRATA_STRESS_PHASE_OPS=50000 $(CARGO) test --release -p strata --test stress threads_against -- --nocapture
+
+# Miri runs the unit tests of every module with `unsafe` code (memtable/skiplist.rs; its
+# tests scale their counts down under Miri). Needs the nightly toolchain; installs Miri.
+miri:
+	rustup component add --toolchain nightly miri rust-src
+	$(CARGO) +nightly miri test -p strata --lib memtable
 
 deps:
 	@scripts/install-deps.sh

@@ -141,7 +141,9 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
                 largest: f.largest.clone(),
             },
         ));
-        if let Err(e) = st.versions.log_and_apply(&mut c.edit) {
+        let applied;
+        (st, applied) = apply_edit(db, st, &mut c.edit);
+        if let Err(e) = applied {
             record_error(&mut st, e);
         }
     } else {
@@ -169,6 +171,26 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
         }
     }
     st
+}
+
+/// `log_and_apply` with the state mutex released while the manifest is appended and
+/// synced: readers and writers go on meanwhile. Sound because only the background thread
+/// edits the version set while the database is open (V4), so nothing installs a version
+/// between the edit's preparation and its installation.
+fn apply_edit<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+    edit: &mut VersionEdit,
+) -> (MutexGuard<'a, State>, Result<()>) {
+    let mut pending = match st.versions.prepare_edit(edit) {
+        Ok(p) => p,
+        Err(e) => return (st, Err(e)),
+    };
+    drop(st);
+    let written = pending.write();
+    st = db.lock();
+    let applied = st.versions.finish_edit(pending, written);
+    (st, applied)
 }
 
 fn record_error(st: &mut State, e: Error) {
@@ -308,7 +330,9 @@ fn compact_memtable<'a>(
     // The flushed memtable's WAL is no longer needed: the live one is.
     edit.log_number = Some(st.log_file_number);
     edit.prev_log_number = Some(0);
-    match st.versions.log_and_apply(&mut edit) {
+    let applied;
+    (st, applied) = apply_edit(db, st, &mut edit);
+    match applied {
         Ok(()) => {
             st.imm = None;
             db.has_imm.store(false, Ordering::Release);
@@ -498,10 +522,19 @@ fn run_compaction<'a>(
     for o in outputs {
         c.edit.new_files.push((c.level + 1, o));
     }
-    let installed = db
-        .env
-        .sync_dir(&db.dir)
-        .and_then(|()| st.versions.log_and_apply(&mut c.edit));
+    // The outputs' directory entries are made durable before the manifest names them;
+    // neither needs the state mutex (only this thread edits).
+    drop(st);
+    let synced = db.env.sync_dir(&db.dir);
+    st = db.lock();
+    let installed = match synced {
+        Ok(()) => {
+            let applied;
+            (st, applied) = apply_edit(db, st, &mut c.edit);
+            applied
+        }
+        Err(e) => Err(e),
+    };
     match installed {
         Ok(()) => {
             st.bg_pause_streak = 0;

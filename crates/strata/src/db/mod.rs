@@ -63,6 +63,11 @@ struct Writer {
     is_switch: bool,
     sync: bool,
     outcome: Mutex<Option<Result<()>>>,
+    /// Signalled when this writer has its outcome or has reached the front of the queue.
+    cv: Condvar,
+    /// True while the writer sleeps on `cv`; read and written only under the state mutex,
+    /// so a leader signals a writer only when it waits (a wake costs a system call).
+    waiting: AtomicBool,
 }
 
 /// A `compact_range` request for one level, run by the background thread.
@@ -121,8 +126,6 @@ pub(crate) struct DbInner {
     table_cache: Arc<TableCache>,
     snapshots: Arc<SnapshotList>,
     state: Mutex<State>,
-    /// Signalled when the write queue moves.
-    writers_cv: Condvar,
     /// Signalled when background work is requested or finishes.
     bg_cv: Condvar,
     shutting_down: AtomicBool,
@@ -229,7 +232,7 @@ impl Db {
         check_sizes(key, value)?; // before the copy into a batch
         let mut b = WriteBatch::with_capacity(key.len() + value.len() + 11);
         b.put(key, value);
-        self.write_opt(b, options)
+        write::write(&self.inner, Some(b), options.sync)
     }
 
     /// Removes `key` (not an error if absent).
@@ -243,7 +246,7 @@ impl Db {
         check_sizes(key, &[])?;
         let mut b = WriteBatch::with_capacity(key.len() + 6);
         b.delete(key);
-        self.write_opt(b, options)
+        write::write(&self.inner, Some(b), options.sync)
     }
 
     /// Applies a batch atomically.

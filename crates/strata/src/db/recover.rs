@@ -170,7 +170,6 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             flushes: 0,
             recovery_notes: Vec::new(),
         }),
-        writers_cv: Condvar::new(),
         bg_cv: Condvar::new(),
         shutting_down: AtomicBool::new(false),
         has_imm: AtomicBool::new(false),

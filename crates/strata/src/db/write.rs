@@ -1,8 +1,13 @@
 //! The write path: writers queue up; the one at the front (the leader) takes a group of
 //! queued batches, appends them to the WAL as one record (one fsync if any asked for
 //! sync), inserts them into the memtable, publishes their seqnums, and wakes the others.
+//!
+//! Each writer sleeps on its own condition variable, and only when it must: a leader wakes
+//! the members of its group and the next leader, and only those that are asleep, so a
+//! writer alone never makes a wake-up system call.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::background;
@@ -25,6 +30,13 @@ fn finish(w: &Writer, r: Result<()>) {
     *w.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
 }
 
+/// Wakes `w` if it sleeps. Requires: the state mutex is held (it guards `waiting`).
+fn wake(w: &Writer) {
+    if w.waiting.load(Ordering::Relaxed) {
+        w.cv.notify_one();
+    }
+}
+
 /// Writes `batch` (or, with `None`, forces a memtable switch) and returns when it is in
 /// the memtable (and, with `sync`, durable).
 pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Result<()> {
@@ -34,6 +46,8 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         is_switch: force,
         sync,
         outcome: Mutex::new(None),
+        cv: Condvar::new(),
+        waiting: AtomicBool::new(false),
     });
     let mut st = db.lock();
     st.writers.push_back(Arc::clone(&me));
@@ -44,7 +58,9 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
             break;
         }
-        st = db.wait(&db.writers_cv, st);
+        me.waiting.store(true, Ordering::Relaxed);
+        st = db.wait(&me.cv, st);
+        me.waiting.store(false, Ordering::Relaxed);
     }
 
     // The leader.
@@ -103,15 +119,19 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         }
     }
 
-    // Hand the outcome to every member of the group, leader first.
+    // Hand the outcome to every member of the group, leader first, then wake the next
+    // leader.
     for _ in 0..group_size {
         if let Some(w) = st.writers.pop_front()
             && !Arc::ptr_eq(&w, &me)
         {
             finish(&w, result.clone());
+            wake(&w);
         }
     }
-    db.writers_cv.notify_all();
+    if let Some(next) = st.writers.front() {
+        wake(next);
+    }
     result
 }
 
@@ -188,37 +208,55 @@ pub(super) fn make_room_for_write<'a>(
             st = db.wait(&db.bg_cv, st);
             st.stall_micros += started.elapsed().as_micros() as u64;
         } else {
-            // The old WAL is made durable first: a synced write in the new one must never
-            // sit after a torn tail in the old one.
-            if let Some(old) = st.log.as_mut()
-                && let Err(e) = old.sync()
-            {
-                st.bg_error = Some(e.clone());
-                return (st, Err(e));
-            }
+            // Switch. Only the leader touches the WAL (D1), so the file work runs without
+            // the state mutex: readers and the background thread go on meanwhile.
             let number = st.versions.new_file_number();
-            let path = filename::log(&db.dir, number);
-            let opened = db
-                .env
-                .new_writable(&path)
-                .and_then(|f| db.env.sync_dir(&db.dir).map(|()| f));
-            match opened {
-                Ok(file) => {
-                    st.log = Some(LogWriter::new(file));
+            let mut old = st.log.take();
+            drop(st);
+            let switched = switch_log(db, old.as_mut(), number);
+            st = db.lock();
+            match switched {
+                Ok(new) => {
+                    st.log = Some(new);
                     st.log_file_number = number;
                     let full = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
                     st.imm = Some(full);
-                    db.has_imm.store(true, std::sync::atomic::Ordering::Release);
+                    db.has_imm.store(true, Ordering::Release);
                     force = false;
                     background::maybe_schedule(db, &mut st);
                 }
                 Err(e) => {
-                    // A failed directory sync is final (never retried): latch it.
-                    let _ = db.env.remove_file(&path);
+                    // A failed sync is final (never retried): latch it.
+                    st.log = old;
                     st.bg_error = Some(e.clone());
                     return (st, Err(e));
                 }
             }
+        }
+    }
+}
+
+/// Makes the old WAL durable and creates WAL `number`, its directory entry durable too.
+/// The old WAL is synced first: a synced write in the new WAL must never sit after a torn
+/// tail in the old one (C1, C3). On failure the new file is removed.
+fn switch_log(
+    db: &DbInner,
+    old: Option<&mut LogWriter<dyn crate::env::WritableFile>>,
+    number: u64,
+) -> Result<LogWriter<dyn crate::env::WritableFile>> {
+    if let Some(old) = old {
+        old.sync()?;
+    }
+    let path = filename::log(&db.dir, number);
+    let opened = db
+        .env
+        .new_writable(&path)
+        .and_then(|f| db.env.sync_dir(&db.dir).map(|()| f));
+    match opened {
+        Ok(file) => Ok(LogWriter::new(file)),
+        Err(e) => {
+            let _ = db.env.remove_file(&path);
+            Err(e)
         }
     }
 }

@@ -13,6 +13,9 @@
 //!   any key they share.
 //! - V3 a table's file exists from before the manifest names it until after no version
 //!   that names it is alive.
+//! - V4 one edit at a time: between `VersionSet::prepare_edit` and `finish_edit` (the
+//!   manifest write, done without the database's lock) nothing else edits or installs a
+//!   version. While the database is open only its background thread edits.
 
 mod builder;
 mod edit;
@@ -22,7 +25,7 @@ mod version;
 
 pub use builder::Builder;
 pub use edit::{FileMetaData, NUM_LEVELS, VersionEdit};
-pub use set::{VersionSet, set_current_file};
+pub use set::{PendingEdit, VersionSet, set_current_file};
 pub use version::{FileMeta, GetResult, Version};
 
 /// Level-0 table count that triggers a compaction.

@@ -42,6 +42,8 @@ pub struct VersionSet {
     manifest_error: Option<Error>,
     /// What reading the manifest dropped (an unfinished last edit), for the LOG.
     pub recovery_notes: Vec<String>,
+    /// An edit is between `prepare_edit` and `finish_edit` (V4: one at a time).
+    editing: bool,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -72,6 +74,7 @@ impl VersionSet {
             versions: Vec::new(),
             manifest_error: None,
             recovery_notes: Vec::new(),
+            editing: false,
         }
     }
 
@@ -213,8 +216,24 @@ impl VersionSet {
     /// starting with a snapshot, if none is open) and makes the result current. The
     /// manifest is synced before this returns.
     pub fn log_and_apply(&mut self, edit: &mut VersionEdit) -> Result<()> {
+        let mut pending = self.prepare_edit(edit)?;
+        let written = pending.write();
+        self.finish_edit(pending, written)
+    }
+
+    /// The first step of [`VersionSet::log_and_apply`], for a caller that releases its
+    /// lock while the manifest is written: stamps `edit` with the counters, builds the
+    /// next version and takes the manifest writer out. Requires: no other edit between
+    /// this and [`VersionSet::finish_edit`] (one editor, the background thread, V4).
+    pub fn prepare_edit(&mut self, edit: &mut VersionEdit) -> Result<PendingEdit> {
         if let Some(e) = &self.manifest_error {
             return Err(e.clone());
+        }
+        if self.editing {
+            // V4: the manifest writer is out with another edit.
+            return Err(Error::InvalidArgument(
+                "a manifest edit is already being written".into(),
+            ));
         }
         let log_number = *edit.log_number.get_or_insert(self.log_number);
         let prev_log = *edit.prev_log_number.get_or_insert(self.prev_log_number);
@@ -225,51 +244,47 @@ impl VersionSet {
         builder.apply(edit, &mut pointers);
         let mut version = builder.build()?;
         version.finalize();
+        let manifest = self.manifest.take();
+        self.editing = true;
+        let create = manifest
+            .is_none()
+            .then(|| (self.manifest_number, self.snapshot_edit().encode()));
+        Ok(PendingEdit {
+            env: Arc::clone(&self.env),
+            dir: self.dir.clone(),
+            record: edit.encode(),
+            version,
+            pointers,
+            log_number,
+            prev_log,
+            manifest,
+            create,
+            created: None,
+            renamed: false,
+        })
+    }
 
-        let mut created = None;
-        if self.manifest.is_none() {
-            let path = filename::manifest(&self.dir, self.manifest_number);
-            let mut log = LogWriter::new(self.env.new_writable(&path)?);
-            let snapshot = self.snapshot_edit();
-            if let Err(e) = log.add_record(&snapshot.encode()) {
-                let _ = self.env.remove_file(&path);
-                return Err(e);
-            }
-            self.manifest = Some(log);
-            created = Some(path);
-        }
-        let written = match self.manifest.as_mut() {
-            Some(log) => log.add_record(&edit.encode()).and_then(|()| log.sync()),
-            None => Ok(()),
-        };
-        let mut renamed = false;
-        let written = written.and_then(|()| match &created {
-            Some(_) => self.env.sync_dir(&self.dir).and_then(|()| {
-                point_current_at(
-                    self.env.as_ref(),
-                    &self.dir,
-                    self.manifest_number,
-                    &mut renamed,
-                )
-            }),
-            None => Ok(()),
-        });
+    /// The last step of [`VersionSet::log_and_apply`]: installs the version if `written`
+    /// is Ok; otherwise latches the error (the manifest is never appended to again).
+    pub fn finish_edit(&mut self, pending: PendingEdit, written: Result<()>) -> Result<()> {
+        self.editing = false;
         if let Err(e) = written {
             // A manifest that may hold a torn record is never appended to again, and its
             // number is never reused. Once CURRENT names it, it stays.
             self.manifest = None;
             self.manifest_error = Some(e.clone());
-            if let Some(path) = created
-                && !renamed
+            if let Some((_, path)) = pending.created
+                && !pending.renamed
             {
                 let _ = self.env.remove_file(&path);
             }
             return Err(e);
         }
-        self.compact_pointers = pointers;
-        self.install(version);
-        self.log_number = log_number;
-        self.prev_log_number = prev_log;
+        self.manifest = pending.manifest;
+        self.compact_pointers = pending.pointers;
+        self.install(pending.version);
+        self.log_number = pending.log_number;
+        self.prev_log_number = pending.prev_log;
         Ok(())
     }
 
@@ -338,6 +353,59 @@ pub fn set_current_file(env: &dyn Env, dir: &Path, number: u64) -> Result<()> {
 
 /// [`set_current_file`], saying whether the rename happened (then `CURRENT` may name the
 /// new manifest even if a later step failed).
+/// An edit between [`VersionSet::prepare_edit`] and [`VersionSet::finish_edit`]: its
+/// record, the version it makes, and the manifest writer it is appended with.
+pub struct PendingEdit {
+    env: Arc<dyn Env>,
+    dir: PathBuf,
+    record: Vec<u8>,
+    version: Version,
+    pointers: [Vec<u8>; NUM_LEVELS],
+    log_number: u64,
+    prev_log: u64,
+    manifest: Option<LogWriter<dyn WritableFile>>,
+    /// A manifest to create first: its number and its first record (a snapshot).
+    create: Option<(u64, Vec<u8>)>,
+    /// The manifest this edit created (number, path), and whether `CURRENT` names it yet.
+    created: Option<(u64, PathBuf)>,
+    renamed: bool,
+}
+
+impl std::fmt::Debug for PendingEdit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingEdit")
+            .field("bytes", &self.record.len())
+            .field("creates", &self.create.as_ref().map(|c| c.0))
+            .finish_non_exhaustive()
+    }
+}
+
+impl PendingEdit {
+    /// Appends the edit to the manifest (creating it first, with its snapshot, if none is
+    /// open) and syncs it; a new manifest is then named by `CURRENT`. Needs no lock.
+    pub fn write(&mut self) -> Result<()> {
+        if let Some((number, snapshot)) = self.create.take() {
+            let path = filename::manifest(&self.dir, number);
+            let mut log = LogWriter::new(self.env.new_writable(&path)?);
+            if let Err(e) = log.add_record(&snapshot) {
+                let _ = self.env.remove_file(&path);
+                return Err(e);
+            }
+            self.manifest = Some(log);
+            self.created = Some((number, path));
+        }
+        if let Some(log) = self.manifest.as_mut() {
+            log.add_record(&self.record)?;
+            log.sync()?;
+        }
+        if let Some((number, _)) = self.created {
+            self.env.sync_dir(&self.dir)?;
+            point_current_at(self.env.as_ref(), &self.dir, number, &mut self.renamed)?;
+        }
+        Ok(())
+    }
+}
+
 fn point_current_at(env: &dyn Env, dir: &Path, number: u64, renamed: &mut bool) -> Result<()> {
     let tmp = filename::temp(dir, number);
     let contents = format!("MANIFEST-{number:06}\n");

@@ -1,43 +1,27 @@
 //! [`MemTable`]: recent writes, sorted by internal key, in memory.
 //!
-//! A lock-free skip list (`crossbeam-skiplist`): the write-group leader inserts while any
-//! number of readers look up and iterate, with no lock on either side. Entries are never
-//! removed; a full memtable is frozen (becomes immutable), flushed to a level-0 table and
-//! dropped when the last reader lets go of it.
+//! An arena skip list ([`skiplist`]): each entry (internal key and value) is one arena
+//! allocation beside its skip-list node. The write-group leader inserts while any number of
+//! readers look up and iterate with no lock. Entries are never removed; a full memtable is
+//! frozen (becomes immutable), flushed to a level-0 table and dropped, all its memory at
+//! once, when the last reader lets go of it.
 //!
 //! Invariants:
-//! - M1 one writer at a time (the database's write path guarantees it); readers any time.
+//! - M1 one writer at a time (the database's write path guarantees it; the skip list also
+//!   serializes inserts itself, S2); readers any time.
 //! - M2 each (user key, seqnum) is inserted at most once, so internal keys are unique.
-//! - M3 `approximate_memory_usage` only grows.
+//! - M3 `approximate_memory_usage` only grows; it counts the bytes the arena took from the
+//!   allocator, so a write buffer of N bytes holds N bytes of memory.
 
-use std::cmp::Ordering as CmpOrdering;
-use std::ops::Bound;
+mod skiplist;
+
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use crossbeam_skiplist::SkipMap;
-use crossbeam_skiplist::map::Entry;
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::iter::Cursor;
-use crate::key::{self, SeqNum, ValueType, compare_internal_keys, make_internal_key};
-
-/// An internal key owned by the memtable, ordered by K2.
-#[derive(Debug, Clone, PartialEq, Eq)]
-struct MemKey(Box<[u8]>);
-
-impl Ord for MemKey {
-    fn cmp(&self, other: &Self) -> CmpOrdering {
-        compare_internal_keys(&self.0, &other.0)
-    }
-}
-
-impl PartialOrd for MemKey {
-    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
-        Some(self.cmp(other))
-    }
-}
+use crate::key::{SeqNum, ValueType, pack_tag};
+use skiplist::SkipList;
 
 /// What a memtable knows about a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,12 +35,8 @@ pub enum Lookup {
 /// A sorted in-memory table of internal keys and values.
 #[derive(Debug, Default)]
 pub struct MemTable {
-    map: SkipMap<MemKey, Vec<u8>>,
-    usage: AtomicUsize,
+    list: Arc<SkipList>,
 }
-
-/// Bytes charged per entry beyond its key and value: skip-list node and pointers.
-const ENTRY_OVERHEAD: usize = 64;
 
 impl MemTable {
     /// An empty memtable.
@@ -66,11 +46,7 @@ impl MemTable {
 
     /// Adds an entry. Requires: M1, M2.
     pub fn add(&self, seqnum: SeqNum, ty: ValueType, user_key: &[u8], value: &[u8]) {
-        let ikey = make_internal_key(user_key, seqnum, ty);
-        self.usage
-            .fetch_add(ikey.len() + value.len() + ENTRY_OVERHEAD, Ordering::Relaxed);
-        self.map
-            .insert(MemKey(ikey.into_boxed_slice()), value.to_vec());
+        self.list.insert(user_key, pack_tag(seqnum, ty), value);
     }
 
     /// Adds every operation of `batch`, the first at the batch's seqnum. Stops at the
@@ -87,114 +63,83 @@ impl MemTable {
 
     /// The newest version of `user_key` with a seqnum at most `seqnum`, if any.
     pub fn get(&self, user_key: &[u8], seqnum: SeqNum) -> Option<Lookup> {
-        let target =
-            MemKey(make_internal_key(user_key, seqnum, ValueType::Value).into_boxed_slice());
-        let entry = self.map.lower_bound(Bound::Included(&target))?;
-        let parsed = key::ParsedInternalKey::parse(&entry.key().0)?;
-        if parsed.user_key != user_key {
-            return None;
-        }
-        Some(match parsed.ty {
-            ValueType::Value => Lookup::Value(entry.value().clone()),
-            ValueType::Deletion => Lookup::Deleted,
+        let (tag, value) = self
+            .list
+            .get(user_key, pack_tag(seqnum, ValueType::Value))?;
+        Some(if tag & 0xff == ValueType::Value as u64 {
+            Lookup::Value(value.to_vec())
+        } else {
+            Lookup::Deleted
         })
     }
 
-    /// Bytes used, approximately (keys, values and per-entry overhead).
+    /// Bytes of memory the memtable holds (arena blocks, slack included).
     pub fn approximate_memory_usage(&self) -> usize {
-        self.usage.load(Ordering::Relaxed)
+        self.list.memory_usage()
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 
     /// A cursor over the entries (internal keys), keeping the memtable alive.
-    pub fn iter(self: &Arc<Self>) -> MemTableIter {
-        MemTableIter(Position::new(Arc::clone(self), |_| None))
+    pub fn iter(&self) -> MemTableIter {
+        MemTableIter(skiplist::Cursor::new(Arc::clone(&self.list)))
     }
 }
-
-type At<'a> = Option<Entry<'a, MemKey, Vec<u8>>>;
-
-self_cell::self_cell!(
-    /// The memtable and a position in it, borrowed from it.
-    struct Position {
-        owner: Arc<MemTable>,
-        #[covariant]
-        dependent: At,
-    }
-);
 
 /// A cursor over a memtable. Sees entries added after it was created too (the database
 /// hides them with seqnums).
-pub struct MemTableIter(Position);
-
-impl std::fmt::Debug for MemTableIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemTableIter")
-            .field("valid", &self.valid())
-            .finish()
-    }
-}
+#[derive(Debug)]
+pub struct MemTableIter(skiplist::Cursor);
 
 impl Cursor for MemTableIter {
     fn valid(&self) -> bool {
-        self.0.borrow_dependent().is_some()
+        self.0.valid()
     }
 
     fn seek_to_first(&mut self) {
-        self.0.with_dependent_mut(|mem, at| *at = mem.map.front());
+        self.0.seek_to_first();
     }
 
     fn seek_to_last(&mut self) {
-        self.0.with_dependent_mut(|mem, at| *at = mem.map.back());
+        self.0.seek_to_last();
     }
 
     fn seek(&mut self, target: &[u8]) {
-        let target = MemKey(target.into());
-        self.0
-            .with_dependent_mut(|mem, at| *at = mem.map.lower_bound(Bound::Included(&target)));
+        self.0.seek(target);
     }
 
     fn next(&mut self) {
-        self.0
-            .with_dependent_mut(|_, at| *at = at.as_ref().and_then(Entry::next));
+        self.0.next();
     }
 
     fn prev(&mut self) {
-        self.0
-            .with_dependent_mut(|_, at| *at = at.as_ref().and_then(Entry::prev));
+        self.0.prev();
     }
 
     fn key(&self) -> &[u8] {
-        self.0
-            .borrow_dependent()
-            .as_ref()
-            .map_or(&[], |e| &e.key().0)
+        self.0.key()
     }
 
     fn value(&self) -> &[u8] {
-        self.0
-            .borrow_dependent()
-            .as_ref()
-            .map_or(&[], |e| e.value())
+        self.0.value()
     }
 
     fn status(&self) -> Result<()> {
         Ok(())
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::{self, make_internal_key};
 
     #[test]
     fn get_sees_newest_visible_version() {
