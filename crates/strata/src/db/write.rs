@@ -190,7 +190,11 @@ pub(super) fn make_room_for_write<'a>(
             st.slowdowns += 1;
             st.stall_micros += started.elapsed().as_micros() as u64;
             allow_delay = false;
-        } else if !force && st.mem.approximate_memory_usage() <= db.options.write_buffer_size {
+        } else if !force
+            && (st.mem.approximate_memory_usage() <= db.options.write_buffer_size
+                || st.mem.is_empty())
+        {
+            // Room left (an empty memtable always has room: switching it would free none).
             return (st, Ok(()));
         } else if st.imm.is_some() || level0 >= L0_STOP_TRIGGER {
             // The previous memtable is still being flushed, or level 0 is full.

@@ -10,8 +10,10 @@
 //! - M1 one writer at a time (the database's write path guarantees it; the skip list also
 //!   serializes inserts itself, S2); readers any time.
 //! - M2 each (user key, seqnum) is inserted at most once, so internal keys are unique.
-//! - M3 `approximate_memory_usage` only grows; it counts the bytes the arena took from the
-//!   allocator, so a write buffer of N bytes holds N bytes of memory.
+//! - M3 `approximate_memory_usage` only grows; it counts the bytes of every entry's node
+//!   (key, value, tower, alignment), so a write buffer of N bytes holds about N bytes of
+//!   memory (plus at most one 32 KiB arena block). A new memtable counts only its head
+//!   node, far below the smallest write buffer: a fresh memtable is never "full".
 
 mod skiplist;
 
@@ -73,7 +75,7 @@ impl MemTable {
         })
     }
 
-    /// Bytes of memory the memtable holds (arena blocks, slack included).
+    /// Bytes of memory the memtable's entries take (M3).
     pub fn approximate_memory_usage(&self) -> usize {
         self.list.memory_usage()
     }

@@ -153,7 +153,7 @@ impl Arena {
     }
 
     /// `size` bytes aligned to `ALIGN`, uninitialized. Returns the memory and how many
-    /// bytes were newly taken from the allocator (0 when it fit in the current block).
+    /// bytes it charges (`size` rounded up to `ALIGN`).
     fn allocate(&mut self, size: usize) -> (NonNull<u8>, usize) {
         let size = size.next_multiple_of(ALIGN);
         if size <= self.left
@@ -163,7 +163,7 @@ impl Arena {
             // after it, so the new pointer stays inside or one past the block.
             self.free = unsafe { self.free.add(size) };
             self.left -= size;
-            return (p, 0);
+            return (p, size);
         }
         if size > BLOCK_SIZE / 4 {
             // A large entry gets a block of its own; the current block keeps its room.
@@ -173,7 +173,7 @@ impl Arena {
         // SAFETY: the block has BLOCK_SIZE >= size bytes.
         self.free = unsafe { block.as_ptr().add(size) };
         self.left = BLOCK_SIZE - size;
-        (block, BLOCK_SIZE)
+        (block, size)
     }
 
     fn new_block(&mut self, size: usize) -> NonNull<u8> {
@@ -217,8 +217,10 @@ pub struct SkipList {
     /// Tallest tower in the list (readers may see a stale value: harmless).
     max_height: AtomicUsize,
     len: AtomicUsize,
-    /// Bytes taken from the allocator by the arena.
-    allocated: AtomicUsize,
+    /// Bytes of nodes (head included) carved from the arena. The unused tail of the
+    /// current block is not counted: a new list must stay far below the smallest write
+    /// buffer (4 KiB), or every write would switch to a fresh, already "full" memtable.
+    used: AtomicUsize,
     writer: Mutex<WriterState>,
 }
 
@@ -233,7 +235,7 @@ impl std::fmt::Debug for SkipList {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SkipList")
             .field("len", &self.len())
-            .field("allocated", &self.memory_usage())
+            .field("used", &self.memory_usage())
             .finish()
     }
 }
@@ -249,7 +251,7 @@ impl SkipList {
     pub fn new() -> Self {
         let mut arena = Arena::new();
         let size = node_size(MAX_HEIGHT, 0, 0);
-        let (p, taken) = arena.allocate(size);
+        let (p, charged) = arena.allocate(size);
         let head = p.cast::<Node>();
         // SAFETY: `p` is fresh, aligned memory of `size` bytes: a header and MAX_HEIGHT
         // null forward pointers are written into it before anyone can read it.
@@ -258,7 +260,7 @@ impl SkipList {
             head,
             max_height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
-            allocated: AtomicUsize::new(taken),
+            used: AtomicUsize::new(charged),
             writer: Mutex::new(WriterState {
                 arena,
                 rng: 0xdead_beef,
@@ -278,9 +280,10 @@ impl SkipList {
         self.len() == 0
     }
 
-    /// Bytes taken from the allocator, nodes and slack of the current block included.
+    /// Bytes of nodes in the arena (keys, values, towers, alignment). The allocator holds
+    /// at most one block more.
     pub fn memory_usage(&self) -> usize {
-        self.allocated.load(Ordering::Relaxed)
+        self.used.load(Ordering::Relaxed)
     }
 
     /// Inserts `user_key | tag` with `value`. Requires: no entry with the same user key and
@@ -320,7 +323,7 @@ impl SkipList {
 
         let key_len = user_key.len() + TAG_SIZE;
         let size = node_size(height, key_len, value.len());
-        let (p, taken) = w.arena.allocate(size);
+        let (p, charged) = w.arena.allocate(size);
         let node = p.cast::<Node>().as_ptr();
         // SAFETY: fresh arena memory of `size` bytes, aligned; nothing else can see it
         // until it is linked in below.
@@ -339,7 +342,7 @@ impl SkipList {
         for (level, slot) in w.splice.iter_mut().enumerate() {
             *slot = if level < height { node } else { prev[level] };
         }
-        self.allocated.fetch_add(taken, Ordering::Relaxed);
+        self.used.fetch_add(charged, Ordering::Relaxed);
         self.len.fetch_add(1, Ordering::Release);
     }
 

@@ -124,13 +124,13 @@ fn sequential_then_interleaved_inserts_stay_sorted() {
 fn empty_keys_and_values_and_large_values() {
     let list = Arc::new(SkipList::new());
     let start = list.memory_usage();
-    assert!(start > 0, "the head lives in the first block");
+    assert!(start > 0, "the head is a node");
     let big = vec![9u8; BLOCK_SIZE]; // over a quarter block: a block of its own
     list.insert(b"", pack_tag(1, ValueType::Value), b"");
     list.insert(b"", pack_tag(2, ValueType::Deletion), b"");
     list.insert(b"big", pack_tag(3, ValueType::Value), &big);
     list.insert(b"small", pack_tag(4, ValueType::Value), b"s");
-    assert!(list.memory_usage() >= start + BLOCK_SIZE);
+    assert!(list.memory_usage() >= start + BLOCK_SIZE + 4);
     assert_eq!(
         list.get(b"", pack_tag(5, ValueType::Value)),
         Some((pack_tag(2, ValueType::Deletion), &b""[..]))
@@ -172,8 +172,11 @@ fn a_cursor_keeps_the_list_alive() {
 }
 
 #[test]
-fn memory_is_charged_in_blocks() {
+fn memory_counts_node_bytes() {
     let list = SkipList::new();
+    // A new list is far from full under the smallest write buffer (4 KiB): if it were
+    // not, every write would switch to a fresh memtable that is already "full".
+    assert!(list.memory_usage() < 512, "{}", list.memory_usage());
     let per_entry = node_size(1, 16 + TAG_SIZE, 100);
     let n = scale(20_000);
     for i in 0..n {
@@ -184,13 +187,9 @@ fn memory_is_charged_in_blocks() {
         );
     }
     let used = list.memory_usage();
-    assert_eq!(used % BLOCK_SIZE, 0);
-    // Towers average 1 + 1/3 pointers; blocks waste at most one node each.
+    // Towers average 1 + 1/3 pointers of 8 bytes, alignment adds at most 7 bytes.
     assert!(used >= n * per_entry, "{used} < {n} x {per_entry}");
-    assert!(
-        used <= n * (per_entry + 16) + 2 * BLOCK_SIZE,
-        "{used} for {n} entries"
-    );
+    assert!(used <= n * (per_entry + 16) + 512, "{used} for {n} entries");
 }
 
 #[test]
