@@ -237,6 +237,7 @@ impl<'a> Runner<'a> {
             return Ok(None);
         }
         accounting::reset_peak_rss();
+        let counters_before = self.engine.as_deref().and_then(|e| e.counters());
         let written_before = accounting::bytes_written();
         let cpu_before = accounting::cpu_seconds();
         let live = Live::default();
@@ -254,6 +255,11 @@ impl<'a> Runner<'a> {
             result.map(|(s, w)| (s, series, w))
         })?;
         let wall = started.elapsed().as_secs_f64();
+        let counters = self
+            .engine
+            .as_deref()
+            .and_then(|e| e.counters())
+            .map(|after| after.since(&counters_before.unwrap_or_default()));
         self.finish(
             spec,
             stats,
@@ -263,7 +269,10 @@ impl<'a> Runner<'a> {
             written_before,
             cpu_before,
         )
-        .map(Some)
+        .map(|mut r| {
+            r.counters = counters;
+            Some(r)
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -333,6 +342,7 @@ impl<'a> Runner<'a> {
             series,
             writer_ops_per_sec: writer,
             position: None,
+            counters: None,
         })
     }
 

@@ -4,6 +4,8 @@ use std::path::Path;
 
 use anyhow::Result;
 
+pub use crate::results::EngineCounters;
+
 /// How an engine is opened: memory budget, file layout, durability.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct Settings {
@@ -64,6 +66,10 @@ pub trait Engine: Send + Sync {
     fn stats(&self) -> Option<String>;
     /// The engine's table listing, if it has one.
     fn sstables(&self) -> Option<String>;
+    /// The engine's own work counters since it opened (what it reports; `None`: nothing).
+    fn counters(&self) -> Option<EngineCounters> {
+        None
+    }
 }
 
 /// A positioned cursor of some engine, as `scan` walks it.
@@ -133,7 +139,7 @@ pub mod strata_engine {
     use strata::sstable::Compression;
     use strata::{Db, Options, WriteBatch, WriteOptions};
 
-    use super::{BatchOp, Engine, EngineKind, Settings};
+    use super::{BatchOp, Engine, EngineCounters, EngineKind, Settings};
 
     /// Opens Strata databases.
     #[derive(Debug)]
@@ -240,6 +246,19 @@ pub mod strata_engine {
         }
         fn sstables(&self) -> Option<String> {
             self.db.property("leveldb.sstables")
+        }
+        fn counters(&self) -> Option<EngineCounters> {
+            let c = self.db.counters();
+            Some(EngineCounters {
+                stall_seconds: Some(c.stall_seconds),
+                slowdowns: Some(c.stall_slowdowns),
+                stops: Some(c.stall_stops),
+                flushes: Some(c.flushes),
+                compactions: Some(c.compactions),
+                compaction_seconds: Some(c.compaction_seconds),
+                compaction_bytes_read: Some(c.compaction_bytes_read),
+                compaction_bytes_written: Some(c.compaction_bytes_written),
+            })
         }
     }
 }

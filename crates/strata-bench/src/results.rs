@@ -30,6 +30,58 @@ pub struct Interval {
     pub writes_per_sec: f64,
 }
 
+/// An engine's own work counters: since it opened (from [`crate::engine::Engine::counters`])
+/// or over one benchmark ([`EngineCounters::since`]). `None` where the engine does not
+/// report the figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineCounters {
+    /// Seconds writers were delayed or stopped by the engine.
+    pub stall_seconds: Option<f64>,
+    /// Writes delayed because level 0 was filling.
+    pub slowdowns: Option<u64>,
+    /// Writes stopped until a flush or level 0 caught up.
+    pub stops: Option<u64>,
+    /// Memtables flushed.
+    pub flushes: Option<u64>,
+    /// Compactions run.
+    pub compactions: Option<u64>,
+    /// Seconds spent in flushes and compactions.
+    pub compaction_seconds: Option<f64>,
+    /// Bytes compactions read.
+    pub compaction_bytes_read: Option<u64>,
+    /// Bytes flushes and compactions wrote.
+    pub compaction_bytes_written: Option<u64>,
+}
+
+impl EngineCounters {
+    /// What changed from `before` to `self`.
+    pub fn since(&self, before: &EngineCounters) -> EngineCounters {
+        fn d<T: std::ops::Sub<Output = T> + PartialOrd + Copy>(
+            a: Option<T>,
+            b: Option<T>,
+        ) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) if a >= b => Some(a - b),
+                (Some(a), None) => Some(a),
+                _ => None,
+            }
+        }
+        EngineCounters {
+            stall_seconds: d(self.stall_seconds, before.stall_seconds),
+            slowdowns: d(self.slowdowns, before.slowdowns),
+            stops: d(self.stops, before.stops),
+            flushes: d(self.flushes, before.flushes),
+            compactions: d(self.compactions, before.compactions),
+            compaction_seconds: d(self.compaction_seconds, before.compaction_seconds),
+            compaction_bytes_read: d(self.compaction_bytes_read, before.compaction_bytes_read),
+            compaction_bytes_written: d(
+                self.compaction_bytes_written,
+                before.compaction_bytes_written,
+            ),
+        }
+    }
+}
+
 /// Every figure of one benchmark.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct BenchResult {
@@ -69,6 +121,10 @@ pub struct BenchResult {
     pub writer_ops_per_sec: Option<f64>,
     /// The benchmark's position in its group (set by the runner's caller).
     pub position: Option<usize>,
+    /// The engine's own counters over the benchmark (stalls, flushes, compactions), if
+    /// it reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<EngineCounters>,
 }
 
 impl BenchResult {
@@ -179,6 +235,7 @@ mod tests {
             series: Vec::new(),
             writer_ops_per_sec: None,
             position: None,
+            counters: None,
         }
     }
 

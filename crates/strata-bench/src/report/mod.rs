@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::results::{Document, EngineRun};
+use crate::results::{Document, EngineCounters, EngineRun};
 use crate::summary::{self, SummaryRow};
 use charts::{Bar, Line, thousands};
 
@@ -166,6 +166,29 @@ impl<'a> Page<'a> {
         out
     }
 
+    /// The engines' own counters for a cell (stalls, flushes, compactions), first round,
+    /// where an engine reported any and the benchmark wrote.
+    fn counters(&self, group_index: usize, index: usize) -> Vec<(String, EngineCounters)> {
+        let mut out = Vec::new();
+        for e in &self.engines {
+            let first = self.runs.iter().find(|r| {
+                r.engine == *e && r.group_index == group_index && r.round == self.first_round()
+            });
+            if let Some(c) = first.and_then(|r| {
+                r.results
+                    .iter()
+                    .enumerate()
+                    .find(|(i, x)| x.position.unwrap_or(*i) == index)
+                    .and_then(|(_, x)| x.counters)
+            }) && c != EngineCounters::default()
+                && c.compaction_bytes_written.unwrap_or(0) + c.flushes.unwrap_or(0) > 0
+            {
+                out.push((e.clone(), c));
+            }
+        }
+        out
+    }
+
     fn first_round(&self) -> usize {
         self.runs.iter().map(|r| r.round).min().unwrap_or(0)
     }
@@ -305,6 +328,14 @@ impl<'a> Page<'a> {
             let gi = self.group_index_of(row);
             for (e, msg) in self.messages(gi, row.index) {
                 let _ = write!(h, "<span>{}: {}</span> ", esc(&e), esc(&msg));
+            }
+            for (e, c) in self.counters(gi, row.index) {
+                let _ = write!(
+                    h,
+                    "<span class=\"counters\">{}: {}</span> ",
+                    esc(&e),
+                    esc(&counters_text(&c))
+                );
             }
             let _ = write!(
                 h,
@@ -524,6 +555,35 @@ fn display_name(p: &Path) -> String {
         .unwrap_or_else(|| p.display().to_string())
 }
 
+/// One line of an engine's counters: what it reported, in words.
+fn counters_text(c: &EngineCounters) -> String {
+    let mut parts = Vec::new();
+    if let Some(s) = c.stall_seconds {
+        parts.push(format!(
+            "stalled {s:.2} s ({} slowdowns, {} stops)",
+            c.slowdowns.unwrap_or(0),
+            c.stops.unwrap_or(0)
+        ));
+    }
+    if let Some(f) = c.flushes {
+        parts.push(format!("{f} flushes"));
+    }
+    if let Some(n) = c.compactions {
+        parts.push(format!("{n} compactions"));
+    }
+    if let (Some(r), Some(w)) = (c.compaction_bytes_read, c.compaction_bytes_written) {
+        parts.push(format!(
+            "compaction read {:.0} MB, wrote {:.0} MB",
+            r as f64 / 1e6,
+            w as f64 / 1e6
+        ));
+    }
+    if let Some(t) = c.compaction_seconds {
+        parts.push(format!("{t:.2} s compacting"));
+    }
+    parts.join(", ")
+}
+
 fn micros(m: f64) -> String {
     if m >= 100.0 {
         format!("{m:.0}")
@@ -574,6 +634,31 @@ mod tests {
     fn slugs_are_file_names() {
         assert_eq!(slug(3, "1B", "readrandom"), "03-1b-readrandom.svg");
         assert_eq!(slug(12, "", "compact"), "12-compact.svg");
+    }
+
+    #[test]
+    fn counters_read_as_words() {
+        let c = EngineCounters {
+            stall_seconds: Some(0.25),
+            slowdowns: Some(3),
+            stops: Some(1),
+            flushes: Some(40),
+            compactions: Some(12),
+            compaction_seconds: Some(1.5),
+            compaction_bytes_read: Some(50_000_000),
+            compaction_bytes_written: Some(90_000_000),
+        };
+        assert_eq!(
+            counters_text(&c),
+            "stalled 0.25 s (3 slowdowns, 1 stops), 40 flushes, 12 compactions, \
+             compaction read 50 MB, wrote 90 MB, 1.50 s compacting"
+        );
+        let leveldb = EngineCounters {
+            compaction_bytes_read: Some(0),
+            compaction_bytes_written: Some(2_000_000),
+            ..EngineCounters::default()
+        };
+        assert_eq!(counters_text(&leveldb), "compaction read 0 MB, wrote 2 MB");
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod props;
 mod recover;
 mod verify;
 
+pub use props::Counters;
 pub use verify::VerifyReport;
 mod write;
 
@@ -431,6 +432,12 @@ impl Db {
     /// `None` for unknown names.
     pub fn property(&self, name: &str) -> Option<String> {
         props::property(&self.inner, name)
+    }
+
+    /// The work counters since the database opened: flushes, compactions and their bytes,
+    /// write stalls (the figures of `strata.stats`, typed).
+    pub fn counters(&self) -> Counters {
+        props::counters(&self.inner.lock())
     }
 
     /// Stops the background thread and reports any background error that drop would

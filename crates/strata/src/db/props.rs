@@ -70,25 +70,20 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
             st.recovery_notes.iter().map(|n| format!("{n}\n")).collect()
         }),
         "strata.stats" => {
+            let c = counters(&st);
             let mut s = String::new();
-            let total =
-                |f: fn(&super::LevelStats) -> u64| st.level_stats.iter().map(f).sum::<u64>();
-            let _ = writeln!(s, "flushes: {}", st.flushes);
-            let _ = writeln!(s, "compactions: {}", total(|l| l.count));
-            let _ = writeln!(s, "compaction_bytes_read: {}", total(|l| l.bytes_read));
+            let _ = writeln!(s, "flushes: {}", c.flushes);
+            let _ = writeln!(s, "compactions: {}", c.compactions);
+            let _ = writeln!(s, "compaction_bytes_read: {}", c.compaction_bytes_read);
             let _ = writeln!(
                 s,
                 "compaction_bytes_written: {}",
-                total(|l| l.bytes_written)
+                c.compaction_bytes_written
             );
-            let _ = writeln!(
-                s,
-                "compaction_seconds: {:.3}",
-                total(|l| l.micros) as f64 / 1e6
-            );
-            let _ = writeln!(s, "stall_slowdowns: {}", st.slowdowns);
-            let _ = writeln!(s, "stall_stops: {}", st.stops);
-            let _ = writeln!(s, "stall_seconds: {:.3}", st.stall_micros as f64 / 1e6);
+            let _ = writeln!(s, "compaction_seconds: {:.3}", c.compaction_seconds);
+            let _ = writeln!(s, "stall_slowdowns: {}", c.stall_slowdowns);
+            let _ = writeln!(s, "stall_stops: {}", c.stall_stops);
+            let _ = writeln!(s, "stall_seconds: {:.3}", c.stall_seconds);
             let _ = writeln!(s, "last_seqnum: {}", st.versions.last_seqnum);
             let _ = writeln!(s, "files_per_level: {:?}", v.files_per_level());
             let _ = writeln!(s, "live_snapshots: {}", db.snapshots.len());
@@ -118,4 +113,39 @@ pub(super) fn approximate_sizes(db: &DbInner, ranges: &[(&[u8], &[u8])]) -> Vec<
         .iter()
         .map(|(start, end)| offset(end).saturating_sub(offset(start)))
         .collect()
+}
+
+/// The database's work counters since it opened (`Db::counters`, `strata.stats`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Counters {
+    /// Memtables written to level-0 (or deeper) tables.
+    pub flushes: u64,
+    /// Compactions run (trivial moves included).
+    pub compactions: u64,
+    /// Bytes compactions read.
+    pub compaction_bytes_read: u64,
+    /// Bytes flushes and compactions wrote.
+    pub compaction_bytes_written: u64,
+    /// Seconds the background thread spent in flushes and compactions.
+    pub compaction_seconds: f64,
+    /// Writes delayed 1 ms because level 0 was filling.
+    pub stall_slowdowns: u64,
+    /// Writes that waited for a flush or for level 0 to drain.
+    pub stall_stops: u64,
+    /// Seconds writers spent delayed or waiting (both kinds above).
+    pub stall_seconds: f64,
+}
+
+pub(super) fn counters(st: &super::State) -> Counters {
+    let total = |f: fn(&super::LevelStats) -> u64| st.level_stats.iter().map(f).sum::<u64>();
+    Counters {
+        flushes: st.flushes,
+        compactions: total(|l| l.count),
+        compaction_bytes_read: total(|l| l.bytes_read),
+        compaction_bytes_written: total(|l| l.bytes_written),
+        compaction_seconds: total(|l| l.micros) as f64 / 1e6,
+        stall_slowdowns: st.slowdowns,
+        stall_stops: st.stops,
+        stall_seconds: st.stall_micros as f64 / 1e6,
+    }
 }
