@@ -351,3 +351,49 @@ fn smallest_write_buffer_fills_each_memtable() {
         assert_eq!(db.get(format!("key{i:06}")).unwrap().unwrap(), [b'v'; 40]);
     }
 }
+
+/// Flushes to level 0 are stored uncompressed (`compress_level0` false, the default);
+/// a flush that lands deeper, and every compaction output, is compressed. Values of one
+/// repeated byte compress about twentyfold, so a table's size tells which it is.
+#[test]
+fn level0_tables_are_uncompressed_unless_asked() {
+    for compress_level0 in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = Options {
+            create_if_missing: true,
+            compress_level0,
+            ..small()
+        };
+        let db = Db::open(dir.path(), opts).unwrap();
+        let value = [b'x'; 400];
+        // Three flushes of the same keys: the first goes to level 2 (it overlaps
+        // nothing), the second to level 1, the third overlaps level 1 and stays in 0.
+        for _ in 0..3 {
+            for i in 0..100 {
+                db.put(format!("key{i:04}"), value).unwrap();
+            }
+            db.flush().unwrap();
+        }
+        let listing = db.property("leveldb.sstables").unwrap();
+        let mut level = 0;
+        let mut sizes = [0u64; 7];
+        for line in listing.lines() {
+            if let Some(l) = line.strip_prefix("--- level ") {
+                level = l.trim_end_matches(" ---").parse().unwrap();
+            } else if let Some((_, rest)) = line.trim().split_once(':') {
+                sizes[level] += rest.split('[').next().unwrap().parse::<u64>().unwrap();
+            }
+        }
+        let raw = 100 * 400;
+        assert!(sizes[0] > 0 && sizes[1] > 0 && sizes[2] > 0, "{listing}");
+        assert!(sizes[1] < raw / 4 && sizes[2] < raw / 4, "{listing}");
+        if compress_level0 {
+            assert!(sizes[0] < raw / 4, "{listing}");
+        } else {
+            assert!(sizes[0] > raw, "{listing}");
+        }
+        for i in (0..100).step_by(7) {
+            assert_eq!(db.get(format!("key{i:04}")).unwrap().unwrap(), value);
+        }
+    }
+}
