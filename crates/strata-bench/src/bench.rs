@@ -43,6 +43,9 @@ pub enum Kind {
     ReadWhileWriting,
     /// Compacts the whole database.
     Compact,
+    /// The machine's own ceiling for synced writes: append 100 bytes to a file in the
+    /// database's directory and `fdatasync` it, `num` times, no engine involved.
+    FsyncCeiling,
     /// CRC-32C of 4 KiB blocks.
     Crc32c,
     /// Snappy compression of a 4 KiB block.
@@ -120,6 +123,10 @@ pub fn spec(name: &str, flags: &Flags) -> Result<Spec> {
         "deleterandom" => s.kind = Kind::DeleteRandom,
         "readwhilewriting" => s.kind = Kind::ReadWhileWriting,
         "compact" => s.kind = Kind::Compact,
+        "fsyncceiling" => {
+            s.kind = Kind::FsyncCeiling;
+            s.num = (flags.num / 1000).max(1);
+        }
         "crc32c" => s.kind = Kind::Crc32c,
         "snappycomp" => s.kind = Kind::SnappyComp,
         "snappyuncomp" => s.kind = Kind::SnappyUncomp,
@@ -223,7 +230,7 @@ impl<'a> Runner<'a> {
         }
         let fresh = spec.fresh_db && !self.flags.use_existing_db;
         match spec.kind {
-            Kind::Crc32c | Kind::SnappyComp | Kind::SnappyUncomp => {}
+            Kind::Crc32c | Kind::SnappyComp | Kind::SnappyUncomp | Kind::FsyncCeiling => {}
             _ => self.open(fresh)?,
         }
         if matches!(spec.kind, Kind::Stats | Kind::Sstables) {
@@ -369,6 +376,7 @@ impl<'a> Runner<'a> {
                 let s = codec_bench(spec.kind, flags, &mut self.sink)?;
                 return Ok((vec![s], None));
             }
+            Kind::FsyncCeiling => return Ok((vec![fsync_ceiling(&self.dir, spec, flags)?], None)),
             _ => {}
         }
         let engine = self.engine.as_deref().context("no database open")?;
@@ -662,6 +670,35 @@ fn monitor(live: &Live, every: Duration, name: &str) -> Vec<Interval> {
     series
 }
 
+/// fsyncceiling: what `fillsync` could reach on this disk if the engine cost nothing. A
+/// file in the database's directory (created there, removed after) gets 100 bytes
+/// appended and `fdatasync`ed per operation, as a synced WAL write does.
+fn fsync_ceiling(dir: &std::path::Path, spec: &Spec, flags: &Flags) -> Result<ThreadStats> {
+    use std::io::Write as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
+    let path = dir.join("fsyncceiling.tmp");
+    let mut file =
+        std::fs::File::create(&path).with_context(|| format!("create {}", path.display()))?;
+    let record = [b'r'; 100];
+    let mut hist = new_hist(flags)?;
+    let result = timed_loop(flags, spec.num, 0.0, &mut hist, |_| {
+        file.write_all(&record)?;
+        file.sync_data()?;
+        Ok(())
+    });
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    let (ops, seconds) =
+        result.with_context(|| format!("append and fdatasync {}", path.display()))?;
+    Ok(ThreadStats {
+        ops,
+        bytes: ops * record.len() as u64,
+        found: 0,
+        seconds,
+        hist,
+    })
+}
+
 /// crc32c, snappycomp and snappyuncomp: 4 KiB blocks until a fixed volume is done.
 fn codec_bench(kind: Kind, flags: &Flags, sink: &mut u32) -> Result<ThreadStats> {
     let mut values = ValueGenerator::new(flags.compression_ratio, 301);
@@ -727,6 +764,24 @@ mod tests {
         assert_eq!(spec("fillbatch", &flags).unwrap().batch, 1000);
         assert!(!spec("overwrite", &flags).unwrap().fresh_db);
         assert!(spec("nosuchbench", &flags).is_err());
+    }
+
+    #[test]
+    fn fsync_ceiling_appends_and_syncs_in_the_directory_then_cleans_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let db_dir = dir.path().join("db");
+        let flags = Flags::try_parse_from(["strata-bench", "--num=7000", "--histogram"]).unwrap();
+        let s = spec("fsyncceiling", &flags).unwrap();
+        assert_eq!(s.num, 7);
+        let t = fsync_ceiling(&db_dir, &s, &flags).unwrap();
+        assert_eq!((t.ops, t.bytes), (7, 700));
+        assert_eq!(t.hist.as_ref().map(|h| h.len()), Some(7));
+        assert!(t.seconds > 0.0);
+        assert_eq!(
+            std::fs::read_dir(&db_dir).unwrap().count(),
+            0,
+            "file removed"
+        );
     }
 
     #[test]

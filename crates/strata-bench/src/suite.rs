@@ -28,7 +28,7 @@ fn group(
     for (row, name) in rows {
         let mut s = spec(name, &f)?;
         s.row = (*row).to_string();
-        if *name == "fillsync" {
+        if *name == "fillsync" || *name == "fsyncceiling" {
             // The LevelDB page measured 10,000 synced writes.
             s.num = 10_000.min(f.num);
         }
@@ -79,6 +79,7 @@ fn baseline(flags: &Flags) -> Result<Vec<Group>> {
             &[
                 ("1C", "fillseq"),
                 ("2C", "fillsync"),
+                ("2C", "fsyncceiling"),
                 ("1D", "fillrandom"),
                 ("1D", "overwrite"),
                 ("1B", "readrandom"),
