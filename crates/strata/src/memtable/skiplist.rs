@@ -19,8 +19,14 @@
 //! - S5 at every level the list is sorted by internal-key order (user key ascending, tag
 //!   descending) and internal keys are unique (the caller's duty, M2).
 //!
+//! - S6 a search answers with the node it compared against the target, from the same
+//!   load of the forward pointer; it never reads that pointer a second time.
+//!
 //! Readers take no lock: a reader racing an insert sees the list with or without the new
-//! node at each level, and either is a sorted list (LevelDB's argument). Miri runs this
+//! node at each level, and either is a sorted list (LevelDB's argument). S6 is what makes
+//! that argument hold for a whole search: a second read of a pointer already compared can
+//! return a node linked in since, which may sort before the target (a newer version of
+//! the same key), and a read at an older seqnum would return it. Miri runs this
 //! module's tests (`make miri`).
 
 #![allow(unsafe_code)]
@@ -310,7 +316,7 @@ impl SkipList {
                     x = hint;
                 }
             }
-            x = self.walk(x, level, &target);
+            x = self.walk(x, level, &target).0;
             prev[level] = x;
         }
 
@@ -347,8 +353,13 @@ impl SkipList {
     }
 
     /// From `x` (before the target, or the head), moves right along `level` while the next
-    /// node is before the target; returns the last node before it.
-    fn walk(&self, mut x: *mut Node, level: usize, target: &Target<'_>) -> *mut Node {
+    /// node is before the target. Returns the last node before it and the node after that
+    /// one as it was read (the first at or after the target on this level, or null).
+    ///
+    /// The pair comes from one load: reading `x`'s pointer again could return a node the
+    /// inserter linked in since, one that may sort before the target (a newer version of
+    /// the same user key), and a read at an older seqnum would then see it.
+    fn walk(&self, mut x: *mut Node, level: usize, target: &Target<'_>) -> (*mut Node, *mut Node) {
         loop {
             // SAFETY: `x` is the head or a published node with a tower above `level`
             // (it was reached at `level` or above).
@@ -357,7 +368,7 @@ impl SkipList {
             if !next.is_null() && target.node_cmp(unsafe { Node::key(next) }) == CmpOrdering::Less {
                 x = next;
             } else {
-                return x;
+                return (x, next);
             }
         }
     }
@@ -365,18 +376,18 @@ impl SkipList {
     /// The first node at or after the target, or null.
     fn find_greater_or_equal(&self, target: &Target<'_>) -> *mut Node {
         let mut x = self.head.as_ptr();
+        let mut found = ptr::null_mut();
         for level in (0..self.max_height.load(Ordering::Relaxed)).rev() {
-            x = self.walk(x, level, target);
+            (x, found) = self.walk(x, level, target);
         }
-        // SAFETY: `x` is the head or a published node; every node has level 0.
-        unsafe { Node::next(x, 0).load(Ordering::Acquire) }
+        found
     }
 
     /// The last node before the target, or the head.
     fn find_less_than(&self, target: &Target<'_>) -> *mut Node {
         let mut x = self.head.as_ptr();
         for level in (0..self.max_height.load(Ordering::Relaxed)).rev() {
-            x = self.walk(x, level, target);
+            x = self.walk(x, level, target).0;
         }
         x
     }

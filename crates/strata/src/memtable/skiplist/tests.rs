@@ -271,3 +271,112 @@ fn heights_are_bounded_and_mostly_short() {
     let total: usize = counts.iter().sum();
     assert!(counts[1] * 10 > total * 7, "{counts:?}"); // about 3 in 4 are height 1
 }
+
+/// Many versions of few keys, inserted while readers read at a published seqnum (as the
+/// database's snapshots do): a point read and a cursor scan at that seqnum must agree on
+/// each key's newest visible version.
+#[test]
+fn versioned_reads_at_a_published_seqnum_agree_while_inserting() {
+    use std::sync::atomic::AtomicU64;
+    let list = Arc::new(SkipList::new());
+    let n = scale(40_000) as u64;
+    let keys = 64u64;
+    let published = Arc::new(AtomicU64::new(0));
+    let readers: Vec<_> = (0..2)
+        .map(|r| {
+            let list = Arc::clone(&list);
+            let published = Arc::clone(&published);
+            std::thread::spawn(move || {
+                let _ = r;
+                loop {
+                    let s = published.load(Ordering::Acquire);
+                    // Point reads, then a scan, at seqnum s.
+                    let mut newest = std::collections::BTreeMap::new();
+                    for k in 0..keys {
+                        let user = format!("k{k:03}").into_bytes();
+                        if let Some((tag, v)) = list.get(&user, pack_tag(s, ValueType::Value)) {
+                            if tag >> 8 > s {
+                                let now = published.load(Ordering::Acquire);
+                                let again = list.get(&user, pack_tag(s, ValueType::Value));
+                                panic!(
+                                    "get {:?} at {s} gave seq {} (published now {now}); again: {:?}",
+                                    String::from_utf8_lossy(&user),
+                                    tag >> 8,
+                                    again.map(|(t, _)| t >> 8)
+                                );
+                            }
+                            assert_eq!(v, format!("{}", tag >> 8).as_bytes());
+                            newest.insert(user, tag >> 8);
+                        }
+                    }
+                    let mut c = Cursor::new(Arc::clone(&list));
+                    c.seek_to_first();
+                    let mut seen = std::collections::BTreeMap::new();
+                    while c.valid() {
+                        let ik = c.key().to_vec();
+                        let seq = crate::key::tag(&ik) >> 8;
+                        let user = crate::key::user_key(&ik).to_vec();
+                        if seq <= s && !seen.contains_key(&user) {
+                            seen.insert(user, seq);
+                        }
+                        c.next();
+                    }
+                    // Every key a point read found, the scan found at the same version.
+                    for (user, seq) in &newest {
+                        assert_eq!(seen.get(user), Some(seq), "{:?} at {s}", user);
+                    }
+                    if s == n {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut rng = Rng(99);
+    for seq in 1..=n {
+        let user = format!("k{:03}", rng.below(keys)).into_bytes();
+        list.insert(
+            &user,
+            pack_tag(seq, ValueType::Value),
+            seq.to_string().as_bytes(),
+        );
+        published.store(seq, Ordering::Release);
+    }
+    for r in readers {
+        r.join().unwrap();
+    }
+}
+
+/// Many versions of few keys, in random key order: the list stays sorted (newest
+/// version of a key first).
+#[test]
+fn many_versions_of_few_keys_stay_sorted() {
+    let list = SkipList::new();
+    let mut rng = Rng(99);
+    for seq in 1..=20_000u64 {
+        let user = format!("k{:03}", rng.below(64)).into_bytes();
+        list.insert(
+            &user,
+            pack_tag(seq, ValueType::Value),
+            seq.to_string().as_bytes(),
+        );
+    }
+    let mut c = Cursor::new(Arc::new(list));
+    c.seek_to_first();
+    let mut last: Option<Vec<u8>> = None;
+    let mut i = 0;
+    while c.valid() {
+        let k = c.key().to_vec();
+        if let Some(l) = &last {
+            assert_eq!(
+                crate::key::compare_internal_keys(l, &k),
+                std::cmp::Ordering::Less,
+                "at {i}"
+            );
+        }
+        last = Some(k);
+        i += 1;
+        c.next();
+    }
+    assert_eq!(i, 20_000);
+}
