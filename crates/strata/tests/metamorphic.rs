@@ -168,8 +168,8 @@ fn shrink_and_write(
 fn summary(name: &str, set: &str, v: &Verdict, secs: f64) -> String {
     let t = v.tally;
     format!(
-        "{name} {set:<12} {} ops agree in {secs:.2} s: gets {} found + {} not, {} cursor positions, {} scanned entries",
-        v.ran, t.found, t.not_found, t.positions, t.entries
+        "{name} {set:<12} {} ops agree in {secs:.2} s: gets {} found + {} not, {} cursor positions, {} scanned entries; {} flushes, {} compactions",
+        v.ran, t.found, t.not_found, t.positions, t.entries, t.flushes, t.compactions
     )
 }
 

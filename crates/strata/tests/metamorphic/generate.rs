@@ -199,17 +199,22 @@ impl Gen {
         self.ops.push(Op::Release(s));
     }
 
+    /// A new cursor, most times placed at once (a fresh cursor is not valid).
     fn new_iter(&mut self) {
         if self.iters.len() >= MAX_ITERS {
             return self.drop_iter();
         }
         self.next_iter += 1;
-        let snap = self.snap();
-        self.iters.push(self.next_iter);
-        self.ops.push(Op::NewIter {
-            id: self.next_iter,
-            snap,
-        });
+        let (id, snap) = (self.next_iter, self.snap());
+        self.iters.push(id);
+        self.ops.push(Op::NewIter { id, snap });
+        let step = match self.below(8) {
+            0 => return,
+            1..=3 => Step::First,
+            4..=5 => Step::Last,
+            _ => Step::Seek(self.probe()),
+        };
+        self.ops.push(Op::Step { id, step });
     }
 
     fn drop_iter(&mut self) {
@@ -236,18 +241,18 @@ impl Gen {
             }
             3 => push(self, Step::First),
             4 => push(self, Step::Last),
-            5..=9 => push(self, Step::Next),
-            10..=14 => push(self, Step::Prev),
+            5..=10 => push(self, Step::Next),
+            11..=16 => push(self, Step::Prev),
             _ => {
                 let (one, other) = if self.below(2) == 0 {
                     (Step::Next, Step::Prev)
                 } else {
                     (Step::Prev, Step::Next)
                 };
-                for _ in 0..2 + self.below(20) {
+                for _ in 0..2 + self.below(8) {
                     push(self, one.clone());
                 }
-                for _ in 0..1 + self.below(3) {
+                for _ in 0..1 + self.below(2) {
                     push(self, other.clone());
                 }
             }
@@ -274,26 +279,26 @@ impl Gen {
     /// Adds one operation (a cursor burst adds several).
     fn one(&mut self) {
         let op = match self.below(1000) {
-            0..=251 => Op::Put {
+            0..=301 => Op::Put {
                 key: self.key(),
                 value: self.value(),
                 sync: self.sync(),
             },
-            252..=331 => Op::Delete {
+            302..=381 => Op::Delete {
                 key: self.key(),
                 sync: self.sync(),
             },
-            332..=411 => self.batch(),
-            412..=561 => Op::Get {
+            382..=461 => self.batch(),
+            462..=641 => Op::Get {
                 key: self.probe(),
                 snap: self.snap(),
             },
-            562..=576 => return self.new_snapshot(),
-            577..=586 => return self.release(),
-            587..=606 => return self.new_iter(),
-            607..=616 => return self.drop_iter(),
-            617..=866 => return self.steps(),
-            867..=966 => self.scan(),
+            642..=656 => return self.new_snapshot(),
+            657..=666 => return self.release(),
+            667..=686 => return self.new_iter(),
+            687..=696 => return self.drop_iter(),
+            697..=846 => return self.steps(),
+            847..=966 => self.scan(),
             967..=981 => Op::Flush,
             982..=991 => self.compact(),
             992..=996 => Op::Reopen,

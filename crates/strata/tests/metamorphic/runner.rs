@@ -35,6 +35,9 @@ pub struct Tally {
     pub positions: u64,
     pub entries: u64,
     pub missing: u64,
+    /// Flushes and compactions the engine ran (from `strata.stats` before each close).
+    pub flushes: u64,
+    pub compactions: u64,
 }
 
 impl Tally {
@@ -46,6 +49,23 @@ impl Tally {
             Outcome::Entries(es) => self.entries += es.len() as u64,
             Outcome::Missing => self.missing += 1,
             _ => {}
+        }
+    }
+
+    /// Adds the engine's own counts from its `strata.stats` property.
+    fn engine(&mut self, db: &Db) {
+        let stats = db.property("strata.stats").unwrap_or_default();
+        for line in stats.lines() {
+            let count = |prefix: &str| {
+                line.strip_prefix(prefix)
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+            };
+            if let Some(n) = count("flushes:") {
+                self.flushes += n;
+            }
+            if let Some(n) = count("compactions:") {
+                self.compactions += n;
+            }
         }
     }
 }
@@ -70,6 +90,7 @@ struct Runner {
     snaps: HashMap<u32, Snapshot>,
     db: Option<Db>,
     _dir: Option<tempfile::TempDir>,
+    engine: Tally,
 }
 
 fn step(it: &mut DbIterator, step: &Step) -> Outcome {
@@ -102,6 +123,7 @@ impl Runner {
             snaps: HashMap::new(),
             db: None,
             _dir: dir,
+            engine: Tally::default(),
         }
     }
 
@@ -120,6 +142,15 @@ impl Runner {
         }
     }
 
+    /// Ends the snapshots and cursors and hands over the database, its counts taken.
+    fn end(&mut self) -> Option<Db> {
+        self.iters.clear();
+        self.snaps.clear();
+        let db = self.db.take()?;
+        self.engine.engine(&db);
+        Some(db)
+    }
+
     /// Read options at snapshot `snap`; `None` if there is no such snapshot.
     fn read_options(&self, snap: Option<u32>) -> Option<ReadOptions> {
         let snapshot = match snap {
@@ -135,17 +166,11 @@ impl Runner {
 
     fn apply(&mut self, op: &Op) -> Outcome {
         match op {
-            Op::Close => {
-                self.iters.clear();
-                self.snaps.clear();
-                self.db
-                    .take()
-                    .map_or(Outcome::Done, |db| Outcome::of(db.close()))
-            }
+            Op::Close => self
+                .end()
+                .map_or(Outcome::Done, |db| Outcome::of(db.close())),
             Op::Reopen => {
-                self.iters.clear();
-                self.snaps.clear();
-                drop(self.db.take());
+                drop(self.end());
                 self.open()
             }
             Op::Step { id, step: s } => self
@@ -298,7 +323,9 @@ fn lockstep(ops: &[Op], mut runner: Runner, watch: &Watch) -> Verdict {
         }
     }
     watch.progress.store(ops.len(), Ordering::Relaxed);
-    drop(runner);
+    drop(runner.end());
+    tally.flushes = runner.engine.flushes;
+    tally.compactions = runner.engine.compactions;
     Verdict {
         ran: ops.len(),
         mismatch: None,
