@@ -277,6 +277,38 @@ fn replay() {
     );
 }
 
+/// Every log in `tests/metamorphic/regressions/` (shrunk logs of failures found, each
+/// headed by what was wrong) runs clean under every set, with a 10 s hang timeout.
+#[test]
+fn regressions() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/metamorphic/regressions");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    files.sort();
+    let knobs = Knobs {
+        hang: Duration::from_secs(10),
+        ..Knobs::read()
+    };
+    let mut failures = Vec::new();
+    for path in &files {
+        let ops = parse::parse_log(&std::fs::read_to_string(path).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        failures.extend(run_log(&name, ops, &sets::all(), knobs, false));
+    }
+    let lines: Vec<String> = failures.into_iter().map(|(_, line)| line).collect();
+    assert!(
+        lines.is_empty(),
+        "{} mismatches in {} regression logs:\n{}",
+        lines.len(),
+        files.len(),
+        lines.join("\n")
+    );
+}
+
 /// The text form reads back as the operations it was written from.
 #[test]
 fn logs_read_back_as_written() {
