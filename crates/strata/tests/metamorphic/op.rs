@@ -43,7 +43,7 @@ impl ValueSpec {
         let mut out = format!("{}:", self.tag).into_bytes();
         let mut rng = Rng::new(u64::from(self.tag));
         let filler = len.saturating_sub(out.len());
-        if self.tag % 4 == 0 {
+        if self.tag.is_multiple_of(4) {
             out.extend(rng.bytes(filler));
         } else {
             out.extend(rng.compressible(filler));
