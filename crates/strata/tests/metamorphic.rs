@@ -25,6 +25,8 @@
     reason = "test code: a failed unwrap is a failed test"
 )]
 
+#[path = "metamorphic/check.rs"]
+mod check;
 mod common;
 #[path = "metamorphic/generate.rs"]
 mod generate;
@@ -50,9 +52,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use check::Verdict;
 use common::env_u64;
 use op::Op;
-use runner::Verdict;
 use sets::OptionSet;
 
 /// The knobs read from the environment.
@@ -107,7 +109,7 @@ fn shrink_and_write(
         if stuck.get() {
             return None;
         }
-        let v = runner::check(&Arc::new(cand.to_vec()), set, hang, false);
+        let v = check::check(&Arc::new(cand.to_vec()), set, hang, false);
         stuck.set(v.stuck);
         v.mismatch.map(|m| m.index)
     };
@@ -137,7 +139,7 @@ fn shrink_and_write(
     if stuck.get() {
         let _ = writeln!(text, "# not shrunk further: a run could not be stopped");
     } else {
-        let last = runner::check(&Arc::new(small.clone()), set, hang, false);
+        let last = check::check(&Arc::new(small.clone()), set, hang, false);
         let _ = match &last.mismatch {
             Some(m) => writeln!(
                 text,
@@ -190,7 +192,7 @@ fn run_log(
     let mut failures = Vec::new();
     for set in sets {
         let start = Instant::now();
-        let v = runner::check(&ops, set, knobs.hang, knobs.trace);
+        let v = check::check(&ops, set, knobs.hang, knobs.trace);
         let secs = start.elapsed().as_secs_f64();
         let Some(m) = v.mismatch.clone() else {
             println!("{}", summary(name, set.name, &v, secs));

@@ -1,88 +1,23 @@
-//! Runs a log on a database under one option set, in step with the model, and stops at
-//! the first operation whose outcome differs. The run has its own thread; the caller
-//! watches its progress and calls it a hang when one operation takes longer than the
-//! hang timeout, then stops the run through its filesystem (`stop.rs`). A panic in the
-//! engine is an outcome like any other, and a mismatch.
+//! A database under one option set, driven by the operations of a log: [`Runner`] applies
+//! each one and returns its outcome. It opens the database when an operation needs it
+//! (after a `close`), on a `MemEnv` or in a temporary directory, and keeps the log's
+//! snapshots and cursors by id.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, mpsc};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
 
-use strata::env::{DiskEnv, Env, MemEnv};
+use strata::env::Env;
 use strata::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
-use crate::model::Model;
 use crate::op::{Op, Scan, Step, Write};
-use crate::outcome::{Outcome, Val, difference};
+use crate::outcome::{Outcome, Val};
 use crate::sets::OptionSet;
 use crate::stop::StopEnv;
 
-/// The first operation whose outcome differs from the model's, in words.
-#[derive(Debug, Clone)]
-pub struct Mismatch {
-    pub index: usize,
-    pub detail: String,
-}
-
-/// What was seen, for the summary line: how much the run actually checked.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct Tally {
-    pub found: u64,
-    pub not_found: u64,
-    pub positions: u64,
-    pub entries: u64,
-    pub missing: u64,
-    /// Flushes and compactions the engine ran (from `strata.stats` before each close).
-    pub flushes: u64,
-    pub compactions: u64,
-}
-
-impl Tally {
-    fn count(&mut self, o: &Outcome) {
-        match o {
-            Outcome::Value(Some(_)) => self.found += 1,
-            Outcome::Value(None) => self.not_found += 1,
-            Outcome::At(Some(_)) => self.positions += 1,
-            Outcome::Entries(es) => self.entries += es.len() as u64,
-            Outcome::Missing => self.missing += 1,
-            _ => {}
-        }
-    }
-
-    /// Adds the engine's own counts from its `strata.stats` property.
-    fn engine(&mut self, db: &Db) {
-        let stats = db.property("strata.stats").unwrap_or_default();
-        for line in stats.lines() {
-            let count = |prefix: &str| {
-                line.strip_prefix(prefix)
-                    .and_then(|n| n.trim().parse::<u64>().ok())
-            };
-            if let Some(n) = count("flushes:") {
-                self.flushes += n;
-            }
-            if let Some(n) = count("compactions:") {
-                self.compactions += n;
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Verdict {
-    /// Operations run (up to and including a mismatch).
-    pub ran: usize,
-    pub mismatch: Option<Mismatch>,
-    pub tally: Tally,
-    /// A hang that stopping the filesystem did not end: its thread is still running.
-    pub stuck: bool,
-}
-
 /// A database under one option set, with the snapshots and cursors the log made.
-struct Runner {
-    set: OptionSet,
+pub struct Runner {
+    pub set: OptionSet,
     env: Arc<dyn Env>,
     path: PathBuf,
     // Field order is drop order: cursors and snapshots end before the database.
@@ -90,7 +25,9 @@ struct Runner {
     snaps: HashMap<u32, Snapshot>,
     db: Option<Db>,
     _dir: Option<tempfile::TempDir>,
-    engine: Tally,
+    /// Flushes and compactions the engine ran (from `strata.stats` before each close).
+    pub flushes: u64,
+    pub compactions: u64,
 }
 
 fn step(it: &mut DbIterator, step: &Step) -> Outcome {
@@ -111,7 +48,7 @@ fn step(it: &mut DbIterator, step: &Step) -> Outcome {
 }
 
 impl Runner {
-    fn new(set: OptionSet, env: StopEnv, dir: Option<tempfile::TempDir>) -> Runner {
+    pub fn new(set: OptionSet, env: StopEnv, dir: Option<tempfile::TempDir>) -> Runner {
         let path = dir
             .as_ref()
             .map_or_else(|| PathBuf::from("/meta/db"), |d| d.path().join("db"));
@@ -123,7 +60,8 @@ impl Runner {
             snaps: HashMap::new(),
             db: None,
             _dir: dir,
-            engine: Tally::default(),
+            flushes: 0,
+            compactions: 0,
         }
     }
 
@@ -143,12 +81,29 @@ impl Runner {
     }
 
     /// Ends the snapshots and cursors and hands over the database, its counts taken.
-    fn end(&mut self) -> Option<Db> {
+    pub fn end(&mut self) -> Option<Db> {
         self.iters.clear();
         self.snaps.clear();
         let db = self.db.take()?;
-        self.engine.engine(&db);
+        self.count_engine(&db);
         Some(db)
+    }
+
+    /// Adds the engine's own counts from its `strata.stats` property.
+    fn count_engine(&mut self, db: &Db) {
+        let stats = db.property("strata.stats").unwrap_or_default();
+        for line in stats.lines() {
+            let count = |prefix: &str| {
+                line.strip_prefix(prefix)
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+            };
+            if let Some(n) = count("flushes:") {
+                self.flushes += n;
+            }
+            if let Some(n) = count("compactions:") {
+                self.compactions += n;
+            }
+        }
     }
 
     /// Read options at snapshot `snap`; `None` if there is no such snapshot.
@@ -164,7 +119,8 @@ impl Runner {
         })
     }
 
-    fn apply(&mut self, op: &Op) -> Outcome {
+    /// Applies `op`, returning what the engine showed.
+    pub fn apply(&mut self, op: &Op) -> Outcome {
         match op {
             Op::Close => self
                 .end()
@@ -267,137 +223,5 @@ impl Runner {
             }
         }
         Outcome::Entries(entries)
-    }
-}
-
-fn panic_message(p: Box<dyn std::any::Any + Send>) -> String {
-    p.downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| p.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "(no message)".to_string())
-}
-
-/// What a run thread shares with its watcher.
-struct Watch {
-    progress: AtomicUsize,
-    stopped: Arc<AtomicBool>,
-    trace: bool,
-}
-
-/// Runs `ops` on the model and on `runner` side by side, stopping at the first difference.
-fn lockstep(ops: &[Op], mut runner: Runner, watch: &Watch) -> Verdict {
-    let name = runner.set.name;
-    let trace = watch.trace;
-    let mut model = Model::default();
-    let mut tally = Tally::default();
-    for (i, op) in ops.iter().enumerate() {
-        if watch.stopped.load(Ordering::Relaxed) {
-            break;
-        }
-        watch.progress.store(i, Ordering::Relaxed);
-        if trace {
-            println!("{name} {i}: {op}");
-        }
-        let expected = model.apply(op);
-        let got = catch_unwind(AssertUnwindSafe(|| runner.apply(op)))
-            .unwrap_or_else(|p| Outcome::Panicked(panic_message(p)));
-        tally.count(&expected);
-        if trace {
-            println!("    => {got}");
-        }
-        if expected != got {
-            let mismatch = Some(Mismatch {
-                index: i,
-                detail: difference(&expected, &got),
-            });
-            // The engine may be in any state after a panic: do not wait for its drop.
-            if matches!(got, Outcome::Panicked(_)) {
-                std::mem::forget(runner);
-            }
-            return Verdict {
-                ran: i + 1,
-                mismatch,
-                tally,
-                stuck: false,
-            };
-        }
-    }
-    watch.progress.store(ops.len(), Ordering::Relaxed);
-    drop(runner.end());
-    tally.flushes = runner.engine.flushes;
-    tally.compactions = runner.engine.compactions;
-    Verdict {
-        ran: ops.len(),
-        mismatch: None,
-        tally,
-        stuck: false,
-    }
-}
-
-/// Runs `ops` under `set` against the model on a thread of its own; a hang is an
-/// operation that makes no progress for `hang`. `trace` prints every operation and what
-/// the engine showed.
-pub fn check(ops: &Arc<Vec<Op>>, set: &OptionSet, hang: Duration, trace: bool) -> Verdict {
-    let (inner, dir): (Arc<dyn Env>, _) = if set.on_disk {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        (Arc::new(DiskEnv::new()), Some(dir))
-    } else {
-        (Arc::new(MemEnv::new()), None)
-    };
-    let env = StopEnv::new(inner);
-    let watch = Arc::new(Watch {
-        progress: AtomicUsize::new(0),
-        stopped: env.switch(),
-        trace,
-    });
-    let (tx, rx) = mpsc::channel();
-    let (ops2, watch2, set2) = (Arc::clone(ops), Arc::clone(&watch), set.clone());
-    std::thread::Builder::new()
-        .name(format!("meta-{}", set.name))
-        .spawn(move || {
-            // Cursors are not `Send`: the runner is made on the thread that uses it.
-            let runner = Runner::new(set2, env, dir);
-            let _ = tx.send(lockstep(&ops2, runner, &watch2));
-        })
-        .expect("spawn a runner thread");
-    let mut last = (0, Instant::now());
-    loop {
-        match rx.recv_timeout(Duration::from_millis(200)) {
-            Ok(v) => return v,
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                let at = watch.progress.load(Ordering::Relaxed);
-                if at != last.0 {
-                    last = (at, Instant::now());
-                } else if last.1.elapsed() >= hang {
-                    return stop(&watch, &rx, at, hang);
-                }
-            }
-            Err(mpsc::RecvTimeoutError::Disconnected) => {
-                let at = watch.progress.load(Ordering::Relaxed);
-                return stopped(at, "the runner thread died".to_string(), false);
-            }
-        }
-    }
-}
-
-/// Stops a run that hangs at op `at` and waits a while for its thread to end.
-fn stop(watch: &Watch, rx: &mpsc::Receiver<Verdict>, at: usize, hang: Duration) -> Verdict {
-    watch.stopped.store(true, Ordering::Relaxed);
-    let ended = rx.recv_timeout(Duration::from_secs(30)).is_ok();
-    let how = if ended {
-        "stopped through its filesystem"
-    } else {
-        "could not be stopped: its thread is left running"
-    };
-    let detail = format!("hung: no progress in {} s ({how})", hang.as_secs());
-    stopped(at, detail, !ended)
-}
-
-fn stopped(at: usize, detail: String, stuck: bool) -> Verdict {
-    Verdict {
-        ran: at + 1,
-        mismatch: Some(Mismatch { index: at, detail }),
-        tally: Tally::default(),
-        stuck,
     }
 }
