@@ -7,9 +7,12 @@
 //! (`metamorphic/sets.rs`). The log's text form is in `metamorphic/op.rs`.
 //!
 //! On a mismatch the test prints the seed, the set, the operation and what was expected
-//! and seen, shrinks the log (`metamorphic/minimize.rs`) and writes it to
-//! `target/metamorphic/seed<N>-<set>.log`. To run such a file again:
-//! `STRATA_META_REPLAY=path cargo test -p strata --test metamorphic replay`.
+//! and seen; the first failing set's log is shrunk (`metamorphic/minimize.rs`) and written
+//! to `target/metamorphic/seed<N>-<set>.log`, and a set that failed sits out the later
+//! logs. To run such a file again:
+//! `STRATA_META_REPLAY=path cargo test -p strata --test metamorphic replay -- --nocapture`.
+//! Shrunk logs of failures found are kept in `metamorphic/regressions/` and replayed by
+//! the `regressions` test.
 //!
 //! Knobs: `STRATA_META_SEED` (first seed, default 1; log `i` uses seed + `i`),
 //! `STRATA_META_LOGS` (default 5), `STRATA_META_OPS` (operations per log, default

@@ -32,7 +32,6 @@ pub struct Tally {
     pub not_found: u64,
     pub positions: u64,
     pub entries: u64,
-    pub missing: u64,
     /// Flushes and compactions the engine ran (from `strata.stats` before each close).
     pub flushes: u64,
     pub compactions: u64,
@@ -45,7 +44,6 @@ impl Tally {
             Outcome::Value(None) => self.not_found += 1,
             Outcome::At(Some(_)) => self.positions += 1,
             Outcome::Entries(es) => self.entries += es.len() as u64,
-            Outcome::Missing => self.missing += 1,
             _ => {}
         }
     }
