@@ -40,6 +40,7 @@ soak: deps
 	STRATA_SWEEP_CASES=0 $(CARGO) test --release -p strata --test corruption_sweep -- --nocapture
 	STRATA_CRASH_CYCLES=2000 $(CARGO) test --release -p strata --test crash -- --nocapture
 	STRATA_MULTIFAULT_RUNS=100000 STRATA_RETRY_RUNS=100000 $(CARGO) test --release -p strata --test io_errors -- --nocapture
+	STRATA_META_OPS=200000 STRATA_META_LOGS=10 $(CARGO) test --release -p strata --test metamorphic -- --nocapture
 	$(MAKE) stress-soak
 
 # The concurrency soak alone: 16 threads x 5 M ops each, in phases of 50,000 ops per thread

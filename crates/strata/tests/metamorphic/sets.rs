@@ -1,0 +1,107 @@
+//! The option sets one log runs under. Each must show exactly what the model shows; the
+//! sets differ in everything that should not matter: memtable, block and table sizes,
+//! restart interval, compression, Bloom filters, cache size, open-file limit, checksum
+//! verification on reads, paranoid checks, and the real filesystem against `MemEnv`.
+
+use std::time::Duration;
+
+use strata::Options;
+use strata::cache::BlockCache;
+use strata::sstable::Compression;
+
+#[derive(Debug, Clone)]
+pub struct OptionSet {
+    pub name: &'static str,
+    /// A temporary directory on the real filesystem rather than a fresh `MemEnv`.
+    pub on_disk: bool,
+    /// Everything but `env` and `create_if_missing`, which the runner sets.
+    pub options: Options,
+    pub verify_checksums: bool,
+    pub fill_cache: bool,
+}
+
+fn set(name: &'static str, on_disk: bool, options: Options) -> OptionSet {
+    OptionSet {
+        name,
+        on_disk,
+        options,
+        verify_checksums: true,
+        fill_cache: true,
+    }
+}
+
+/// Every set, in the order they run.
+pub fn all() -> Vec<OptionSet> {
+    let tiny = Options {
+        write_buffer_size: 4 << 10,
+        block_size: 256,
+        block_restart_interval: 1,
+        max_file_size: 4 << 10,
+        block_cache: Some(BlockCache::new(4 << 10)),
+        max_open_files: 20,
+        bloom_bits_per_key: Some(10),
+        compression: Compression::None,
+        ..Options::default()
+    };
+    let small_snappy = Options {
+        write_buffer_size: 64 << 10,
+        block_size: 1024,
+        block_restart_interval: 2,
+        max_file_size: 32 << 10,
+        block_cache: Some(BlockCache::new(64 << 10)),
+        compression: Compression::Snappy,
+        ..Options::default()
+    };
+    let large_plain = Options {
+        write_buffer_size: 64 << 20,
+        block_size: 64 << 10,
+        block_restart_interval: 32,
+        max_file_size: 64 << 20,
+        compression: Compression::None,
+        bloom_bits_per_key: None,
+        ..Options::default()
+    };
+    // One bit per key: a filter that lets many absent keys through to the table.
+    let paranoid = Options {
+        paranoid_checks: true,
+        write_buffer_size: 16 << 10,
+        block_size: 512,
+        block_restart_interval: 3,
+        max_file_size: 8 << 10,
+        bloom_bits_per_key: Some(1),
+        background_retry_interval: Duration::from_millis(10),
+        ..Options::default()
+    };
+    vec![
+        set("default", true, Options::default()),
+        set("tiny", false, tiny),
+        set("small-snappy", true, small_snappy),
+        OptionSet {
+            verify_checksums: false,
+            fill_cache: false,
+            ..set("large-plain", false, large_plain)
+        },
+        OptionSet {
+            fill_cache: false,
+            ..set("paranoid", false, paranoid)
+        },
+    ]
+}
+
+/// The sets named in `STRATA_META_SETS` (comma-separated), or all of them.
+pub fn selected() -> Vec<OptionSet> {
+    let Ok(filter) = std::env::var("STRATA_META_SETS") else {
+        return all();
+    };
+    let names: Vec<&str> = filter.split(',').map(str::trim).collect();
+    let chosen: Vec<OptionSet> = all()
+        .into_iter()
+        .filter(|s| names.contains(&s.name))
+        .collect();
+    assert!(
+        !chosen.is_empty(),
+        "STRATA_META_SETS={filter:?} names no set; the sets are {:?}",
+        all().iter().map(|s| s.name).collect::<Vec<_>>()
+    );
+    chosen
+}
