@@ -57,13 +57,6 @@ pub struct Options {
     pub max_file_size: usize,
     /// Block compression (default Snappy).
     pub compression: Compression,
-    /// Compress the tables a memtable flush writes to level 0 (default false). Level-0
-    /// tables are merged into level 1 soon after, so compressing them costs the background
-    /// thread a Snappy pass on the way in and another on the way out for bytes that live
-    /// seconds; RocksDB users turn it off for the same reason. A flush that goes deeper
-    /// than level 0 (no overlap, as in sequential loads) follows `compression`. Blocks
-    /// stored uncompressed are part of LevelDB's format: LevelDB reads them.
-    pub compress_level0: bool,
     /// Bloom filter bits per key; `None` (the default, as in LevelDB) writes no filters.
     pub bloom_bits_per_key: Option<usize>,
     /// How long a flush or compaction that failed while writing its tables (a full disk,
@@ -100,7 +93,6 @@ impl Default for Options {
             block_restart_interval: 16,
             max_file_size: 2 << 20,
             compression: Compression::Snappy,
-            compress_level0: false,
             bloom_bits_per_key: None,
             background_retry_interval: Duration::from_secs(1),
             env: Arc::new(DiskEnv::new()),

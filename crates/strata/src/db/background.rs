@@ -22,7 +22,7 @@ use crate::filename::{self, Kind};
 use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::{self, MAX_SEQNUM, ParsedInternalKey, ValueType};
 use crate::memtable::MemTable;
-use crate::sstable::{Compression, TableBuilder, TableOptions};
+use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::{FileMetaData, NUM_LEVELS, VersionEdit};
 
 use super::LevelIter;
@@ -292,13 +292,7 @@ fn compact_memtable<'a>(
     st.pending_outputs.insert(number);
     drop(st);
     let started = Instant::now();
-    // The level is chosen before the table is built: it decides the compression.
-    let level = if level0_only {
-        0
-    } else {
-        memtable_output_level(db, &base, &imm)
-    };
-    let built = write_table_from(db, &imm, number, level)
+    let built = write_table_from(db, &imm, number)
         .map_err(Failure::of_table_write)
         .and_then(|meta| {
             if meta.is_some() {
@@ -317,9 +311,15 @@ fn compact_memtable<'a>(
         }
     };
     let mut edit = VersionEdit::default();
+    let mut level = 0;
     if let Some(m) = &meta
         && !level0_only
     {
+        level = base.pick_level_for_memtable_output(
+            key::user_key(&m.smallest),
+            key::user_key(&m.largest),
+            db.options.max_file_size as u64,
+        );
         let s = &mut st.level_stats[level];
         s.micros += started.elapsed().as_micros() as u64;
         s.bytes_written += m.size;
@@ -344,23 +344,6 @@ fn compact_memtable<'a>(
     }
     db.bg_cv.notify_all();
     st
-}
-
-/// Where a flush of `mem` goes: level 0, or deeper when it overlaps nothing near
-/// (`Version::pick_level_for_memtable_output`, as LevelDB).
-fn memtable_output_level(db: &DbInner, base: &crate::version::Version, mem: &MemTable) -> usize {
-    let mut it = mem.iter();
-    it.seek_to_first();
-    if !it.valid() {
-        return 0;
-    }
-    let smallest = key::user_key(it.key()).to_vec();
-    it.seek_to_last();
-    base.pick_level_for_memtable_output(
-        &smallest,
-        key::user_key(it.key()),
-        db.options.max_file_size as u64,
-    )
 }
 
 /// Writes the entries `keep` accepts from `it` (positioned at the first) into table
@@ -412,7 +395,6 @@ pub(super) fn write_table_from(
     db: &DbInner,
     mem: &Arc<MemTable>,
     number: u64,
-    level: usize,
 ) -> Result<Option<FileMetaData>> {
     let mut it = mem.iter();
     it.seek_to_first();
@@ -420,11 +402,7 @@ pub(super) fn write_table_from(
         return Ok(None); // an empty memtable makes no file
     }
     let path = db.table_path(number);
-    let mut options = db.options.table_options();
-    if level == 0 && !db.options.compress_level0 {
-        // Level 0 is compacted away soon: Snappy there is work done twice.
-        options.compression = Compression::None;
-    }
+    let options = db.options.table_options();
     let Some(meta) = build_table(
         db.env.as_ref(),
         &path,
