@@ -323,4 +323,79 @@ mod tests {
         it.prev();
         assert_eq!(entries(&it), want[3]);
     }
+
+    /// Many children, random steps both ways and seeks, against the sorted union (every
+    /// way a child can run out or a direction change can reposition the others).
+    #[test]
+    fn random_walks_match_the_sorted_union() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        for round in 0..60 {
+            let n_children = 1 + next(14) as usize;
+            let mut seq = 1u64;
+            let mut all: Vec<Vec<u8>> = Vec::new();
+            let mut children: Vec<BoxCursor> = Vec::new();
+            for _ in 0..n_children {
+                let m = Arc::new(MemTable::new());
+                for _ in 0..next(30) {
+                    let k = format!("k{:03}", next(60));
+                    m.add(seq, ValueType::Value, k.as_bytes(), b"v");
+                    all.push(make_internal_key(k.as_bytes(), seq, ValueType::Value));
+                    seq += 1;
+                }
+                children.push(Box::new(m.iter()));
+            }
+            all.sort_by(|a, b| compare_internal_keys(a, b));
+            let mut it = MergingIter::new(children);
+            // `at`: the model's position; None is "not valid".
+            let mut at: Option<usize> = None;
+            for step in 0..300 {
+                match next(6) {
+                    0 => {
+                        it.seek_to_first();
+                        at = (!all.is_empty()).then_some(0);
+                    }
+                    1 => {
+                        it.seek_to_last();
+                        at = all.len().checked_sub(1);
+                    }
+                    2 => {
+                        let target = make_internal_key(
+                            format!("k{:03}", next(62)).as_bytes(),
+                            next(seq + 1),
+                            ValueType::Value,
+                        );
+                        it.seek(&target);
+                        let p = all.partition_point(|k| {
+                            compare_internal_keys(k, &target) == Ordering::Less
+                        });
+                        at = (p < all.len()).then_some(p);
+                    }
+                    3 | 4 => {
+                        if let Some(p) = at {
+                            it.next();
+                            at = (p + 1 < all.len()).then_some(p + 1);
+                        }
+                    }
+                    _ => {
+                        if let Some(p) = at {
+                            it.prev();
+                            at = p.checked_sub(1);
+                        }
+                    }
+                }
+                let ctx = format!("round {round}, step {step}");
+                assert_eq!(it.valid(), at.is_some(), "{ctx}");
+                if let Some(p) = at {
+                    assert_eq!(it.key(), &all[p][..], "{ctx}");
+                }
+            }
+            assert!(it.status().is_ok());
+        }
+    }
 }
