@@ -319,6 +319,14 @@ impl SkipList {
             x = self.walk(x, level, &target).0;
             prev[level] = x;
         }
+        // S5: an entry equal to one already in the list (only damaged input can bring
+        // one: a log replaying seqnums it already used) is dropped; the first stays.
+        // SAFETY: `prev[0]` is the head or a published node (S1).
+        let at = unsafe { Node::next(prev[0], 0).load(Ordering::Acquire) };
+        // SAFETY: a non-null forward pointer is a published node (S3).
+        if !at.is_null() && target.node_cmp(unsafe { Node::key(at) }) == CmpOrdering::Equal {
+            return;
+        }
 
         let height = random_height(&mut w.rng);
         if height > height_now {

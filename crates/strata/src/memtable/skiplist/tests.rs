@@ -381,3 +381,17 @@ fn many_versions_of_few_keys_stay_sorted() {
     }
     assert_eq!(i, 20_000);
 }
+
+/// A second insert of the same internal key (damaged input only) is dropped: the list
+/// stays strictly sorted and keeps the first value.
+#[test]
+fn a_duplicate_internal_key_keeps_the_first() {
+    let list = SkipList::new();
+    list.insert(b"k", pack_tag(5, ValueType::Value), b"first");
+    list.insert(b"k", pack_tag(5, ValueType::Value), b"second");
+    assert_eq!(list.len(), 1);
+    assert_eq!(
+        list.get(b"k", pack_tag(9, ValueType::Value)),
+        Some((pack_tag(5, ValueType::Value), &b"first"[..]))
+    );
+}
