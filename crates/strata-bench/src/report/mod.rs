@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::results::{Document, EngineCounters, EngineRun};
+use crate::results::{BenchResult, Document, EngineCounters, EngineRun};
 use crate::summary::{self, SummaryRow};
 use charts::{Bar, Line, thousands};
 
@@ -145,48 +145,47 @@ impl<'a> Page<'a> {
         rounds.len()
     }
 
+    /// Each engine's result for a cell in the first round, where it has one.
+    fn first_results(
+        &self,
+        group_index: usize,
+        index: usize,
+    ) -> impl Iterator<Item = (&String, &BenchResult)> + '_ {
+        let round = self.first_round();
+        self.engines.iter().filter_map(move |e| {
+            let run = self
+                .runs
+                .iter()
+                .find(|r| r.engine == *e && r.group_index == group_index && r.round == round)?;
+            let res = run
+                .results
+                .iter()
+                .enumerate()
+                .find(|(i, x)| x.position.unwrap_or(*i) == index)
+                .map(|(_, x)| x)?;
+            Some((e, res))
+        })
+    }
+
     /// Notes a run printed for a cell (the read budget, found counts), from the first round.
     fn messages(&self, group_index: usize, index: usize) -> Vec<(String, String)> {
-        let mut out = Vec::new();
-        for e in &self.engines {
-            let first = self.runs.iter().find(|r| {
-                r.engine == *e && r.group_index == group_index && r.round == self.first_round()
-            });
-            if let Some(res) = first.and_then(|r| {
-                r.results
-                    .iter()
-                    .enumerate()
-                    .find(|(i, x)| x.position.unwrap_or(*i) == index)
-                    .map(|(_, x)| x)
-            }) && res.message.contains("read budget")
-            {
-                out.push((e.clone(), res.message.clone()));
-            }
-        }
-        out
+        self.first_results(group_index, index)
+            .filter(|(_, res)| res.message.contains("read budget"))
+            .map(|(e, res)| (e.clone(), res.message.clone()))
+            .collect()
     }
 
     /// The engines' own counters for a cell (stalls, flushes, compactions), first round,
     /// where an engine reported any and the benchmark wrote.
     fn counters(&self, group_index: usize, index: usize) -> Vec<(String, EngineCounters)> {
-        let mut out = Vec::new();
-        for e in &self.engines {
-            let first = self.runs.iter().find(|r| {
-                r.engine == *e && r.group_index == group_index && r.round == self.first_round()
-            });
-            if let Some(c) = first.and_then(|r| {
-                r.results
-                    .iter()
-                    .enumerate()
-                    .find(|(i, x)| x.position.unwrap_or(*i) == index)
-                    .and_then(|(_, x)| x.counters)
-            }) && c != EngineCounters::default()
-                && c.compaction_bytes_written.unwrap_or(0) + c.flushes.unwrap_or(0) > 0
-            {
-                out.push((e.clone(), c));
-            }
-        }
-        out
+        self.first_results(group_index, index)
+            .filter_map(|(e, res)| Some((e, res.counters?)))
+            .filter(|(_, c)| {
+                *c != EngineCounters::default()
+                    && c.compaction_bytes_written.unwrap_or(0) + c.flushes.unwrap_or(0) > 0
+            })
+            .map(|(e, c)| (e.clone(), c))
+            .collect()
     }
 
     fn first_round(&self) -> usize {
