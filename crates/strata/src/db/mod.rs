@@ -1,9 +1,20 @@
 //! [`Db`]: the database. Design and locking: `docs/design.md`.
 //!
-//! - `write.rs`: the write path (group commit into the WAL, then the memtable).
+//! Each job in its own file, and none of them import each other in a circle:
+//! - `write.rs`: the writer: group commit into the WAL, then the memtable; making room
+//!   (switching to a new memtable and log, waiting on level 0).
+//! - `background.rs`: the background thread's scheduler; it runs the jobs below.
+//! - `flush.rs`: a memtable becomes a table (also used by recovery and repair).
+//! - `compaction_job.rs`: merging a compaction's inputs into the next level.
+//! - `obsolete.rs`: deleting files nothing needs any more.
+//! - `failure.rs`: failed background steps: final errors and the paused state.
+//! - `manual.rs`: what users ask of the background and wait for: flush, compact_range,
+//!   resume.
 //! - `recover.rs`: opening: manifest, WAL replay, a fresh log and manifest.
-//! - `background.rs`: the background thread: memtable flushes, compactions, deletion of
-//!   obsolete files.
+//! - `repair.rs`: repair and destroy. `info_log.rs`: the `LOG` file.
+//!
+//! Imports run one way: `info_log` < `failure` < `obsolete` < `flush` < `compaction_job` <
+//! `background` < `write` < `manual`; `recover` and `repair` use `flush` and `obsolete`.
 //! - `iter.rs`, `level_iter.rs`: reading through iterators.
 //! - `props.rs`: properties and statistics.
 //!
@@ -19,10 +30,17 @@
 //! - D4 a file is deleted only if no live version, pending output or needed log names it.
 
 mod background;
+mod compaction_job;
+mod failure;
+mod flush;
+mod info_log;
 mod iter;
 mod level_iter;
+mod manual;
+mod obsolete;
 mod props;
 mod recover;
+mod repair;
 mod verify;
 
 pub use props::Counters;
@@ -50,7 +68,7 @@ use crate::memtable::{Lookup, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::table_cache::TableCache;
-use crate::version::{GetResult, NUM_LEVELS, VersionSet};
+use crate::version::{GetResult, NUM_LEVELS, VersionEdit, VersionSet};
 
 /// Size of the block cache a database makes for itself when none is given.
 const DEFAULT_BLOCK_CACHE: usize = 8 << 20;
@@ -103,7 +121,7 @@ struct State {
     bg_error: Option<Error>,
     /// A flush or compaction that failed in a way that can pass, waiting to run again
     /// (see `background.rs`).
-    bg_paused: Option<background::Paused>,
+    bg_paused: Option<failure::Paused>,
     /// How many times paused background work was tried again.
     bg_retries: u64,
     /// Background steps paused in a row since one last succeeded (for `LOG`).
@@ -177,6 +195,26 @@ impl DbInner {
 
     fn table_path(&self, number: u64) -> PathBuf {
         filename::table(&self.dir, number)
+    }
+
+    /// `log_and_apply` with the state mutex released while the manifest is appended and
+    /// synced: readers and writers go on meanwhile. Sound because only the background
+    /// thread edits the version set while the database is open (V4), so nothing installs a
+    /// version between the edit's preparation and its installation.
+    fn apply_edit<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
+        edit: &mut VersionEdit,
+    ) -> (MutexGuard<'a, State>, Result<()>) {
+        let mut pending = match st.versions.prepare_edit(edit) {
+            Ok(p) => p,
+            Err(e) => return (st, Err(e)),
+        };
+        drop(st);
+        let written = pending.write();
+        st = self.lock();
+        let applied = st.versions.finish_edit(pending, written);
+        (st, applied)
     }
 }
 
@@ -410,7 +448,7 @@ impl Db {
     /// Compacts the user-key range (`None` = unbounded at that end) down to the deepest
     /// level holding data in it: flushes the memtable, then compacts level by level.
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
-        background::compact_range(&self.inner, begin, end)
+        manual::compact_range(&self.inner, begin, end)
     }
 
     /// Approximate bytes on disk used by each user-key range `[start, end)`.
@@ -475,20 +513,20 @@ impl Db {
 
     /// Deletes the database in `path` and its directory (if then empty).
     pub fn destroy(path: impl AsRef<Path>, options: &Options) -> Result<()> {
-        recover::destroy(path.as_ref(), options)
+        repair::destroy(path.as_ref(), options)
     }
 
     /// Rebuilds the manifest from whatever tables and logs are readable, as LevelDB's
     /// `RepairDB` does: every log becomes a table, every readable table is kept (at level
     /// 0), unreadable ones are moved to `lost/`.
     pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<()> {
-        recover::repair(path.as_ref(), options)
+        repair::repair(path.as_ref(), options)
     }
 
     /// Writes the memtable to a table (even if it holds little) and waits for it. The
     /// data was already durable per its write options; this empties the WAL.
     pub fn flush(&self) -> Result<()> {
-        background::flush(&self.inner)
+        manual::flush(&self.inner)
     }
 
     /// Runs a paused flush or compaction now instead of at its next retry (see
@@ -497,7 +535,7 @@ impl Db {
     /// manifest write or sync, damaged input) cannot be resumed: it is returned, and only
     /// reopening the database recovers.
     pub fn resume(&self) -> Result<()> {
-        background::resume(&self.inner)
+        manual::resume(&self.inner)
     }
 
     /// The block cache this database reads through.

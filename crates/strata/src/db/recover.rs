@@ -1,4 +1,4 @@
-//! Opening a database (recovery), destroying one, and repairing one.
+//! Opening a database (recovery). Destroying and repairing one: `repair.rs`.
 //!
 //! Open: take the lock; create or check the database; rebuild the version from the
 //! manifest; replay the WALs the manifest still needs into memtables and flush them to
@@ -20,36 +20,23 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::background::{build_table, delete_obsolete_files, sync_new_table, write_table_from};
+use super::flush::{sync_new_table, write_table_from};
+use super::info_log::info_log;
+use super::obsolete::delete_obsolete_files;
 use super::{DEFAULT_BLOCK_CACHE, DbInner, LevelStats, State};
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
-use crate::iter::Cursor;
-use crate::key::ParsedInternalKey;
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
 use crate::snapshot::SnapshotList;
-use crate::sstable::Table;
 use crate::table_cache::TableCache;
-use crate::version::{FileMetaData, NUM_LEVELS, VersionEdit, VersionSet};
+use crate::version::{NUM_LEVELS, VersionEdit, VersionSet};
 
-/// Appends a line to the database's human-readable `LOG` (best effort).
-pub(super) fn info_log(env: &dyn Env, dir: &Path, line: &str) {
-    if let Ok(mut f) = env.new_appendable(&dir.join("LOG")) {
-        let secs = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_secs())
-            .unwrap_or(0);
-        let _ = f.append(format!("{secs} {line}\n").as_bytes());
-        let _ = f.flush();
-    }
-}
-
-fn take_lock(env: &dyn Env, dir: &Path) -> Result<Box<dyn crate::env::FileLock>> {
+pub(super) fn take_lock(env: &dyn Env, dir: &Path) -> Result<Box<dyn crate::env::FileLock>> {
     env.lock_file(&filename::lock(dir)).map_err(|e| match e {
         Error::Io { source, .. } if source.kind() == std::io::ErrorKind::WouldBlock => {
             Error::Locked(format!("{}: {source}", dir.display()))
@@ -361,229 +348,6 @@ fn flush_recovered(db: &DbInner, mem: &Arc<MemTable>, edit: &mut VersionEdit) ->
         sync_new_table(db, number)?;
         // Recovered tables go to level 0: they may overlap each other.
         edit.new_files.push((0, meta));
-    }
-    Ok(())
-}
-
-/// Deletes a database's files and then its directory, if empty.
-pub(super) fn destroy(dir: &Path, options: &Options) -> Result<()> {
-    let env = options.env.as_ref();
-    if !env.exists(dir) {
-        return Ok(());
-    }
-    let lock = take_lock(env, dir)?;
-    let mut first_error = None;
-    for name in env.children(dir)? {
-        match filename::parse(&name) {
-            Some(Kind::Lock) | None => {}
-            Some(_) => {
-                if let Err(e) = env.remove_file(&dir.join(&name)) {
-                    first_error.get_or_insert(e);
-                }
-            }
-        }
-    }
-    drop(lock);
-    let _ = env.remove_file(&filename::lock(dir));
-    let _ = env.remove_dir(dir);
-    first_error.map_or(Ok(()), Err)
-}
-
-/// Scans a table: its key range and largest seqnum, or an error if any of it is unreadable.
-fn scan_table(env: &dyn Env, path: &Path) -> Result<(FileMetaData, u64)> {
-    let size = env.file_size(path)?;
-    let name = path.to_string_lossy().into_owned();
-    let table = Arc::new(Table::open(
-        env.new_random_access(path)?,
-        &name,
-        size,
-        false,
-    )?);
-    let mut it = table.iter(true, false);
-    it.seek_to_first();
-    let mut smallest = Vec::new();
-    let mut largest = Vec::new();
-    let mut max_seq = 0;
-    while it.valid() {
-        let p = ParsedInternalKey::parse(it.key())
-            .ok_or_else(|| Error::corruption(&name, 0, "bad internal key"))?;
-        max_seq = max_seq.max(p.seqnum);
-        if smallest.is_empty() {
-            smallest = it.key().to_vec();
-        }
-        largest.clear();
-        largest.extend_from_slice(it.key());
-        it.next();
-    }
-    it.status()?;
-    let number = match path
-        .file_name()
-        .and_then(|n| filename::parse(&n.to_string_lossy()))
-    {
-        Some(Kind::Table(n)) => n,
-        _ => 0,
-    };
-    Ok((
-        FileMetaData {
-            number,
-            size,
-            smallest,
-            largest,
-        },
-        max_seq,
-    ))
-}
-
-/// Repair: every log becomes a table; every table that reads cleanly end to end is kept
-/// (the others go to `lost/`); then all of them are merged, newest version of each key
-/// first, into fresh non-overlapping tables at level 1, which a new manifest names. (LevelDB
-/// leaves the salvaged tables at level 0, where a newer-numbered table holding older
-/// data could shadow newer values; merging by seqnum cannot.)
-pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
-    let env = Arc::clone(&options.env);
-    let _lock = take_lock(env.as_ref(), dir)?;
-    let names = env.children(dir)?;
-    let mut max_number = 1;
-    let mut logs = Vec::new();
-    let mut tables = Vec::new();
-    for name in &names {
-        match filename::parse(name) {
-            Some(Kind::Log(n)) => {
-                logs.push(n);
-                max_number = max_number.max(n);
-            }
-            Some(Kind::Table(n)) => {
-                tables.push(n);
-                max_number = max_number.max(n);
-            }
-            Some(Kind::Manifest(n) | Kind::Temp(n)) => max_number = max_number.max(n),
-            _ => {}
-        }
-    }
-    logs.sort_unstable();
-    let lost = dir.join("lost");
-    let move_to_lost = |name: &str| {
-        let _ = env.create_dir_all(&lost);
-        let _ = env.rename(&dir.join(name), &lost.join(name));
-    };
-    let mut next_number = max_number + 1;
-    let table_options = options.table_options();
-    let write_table =
-        |number: u64, it: &mut dyn Cursor, keep: &mut dyn FnMut(&[u8]) -> bool, max_bytes: u64| {
-            let path = filename::table(dir, number);
-            build_table(
-                env.as_ref(),
-                &path,
-                table_options,
-                number,
-                it,
-                keep,
-                max_bytes,
-            )
-        };
-    // Logs: salvage every readable record into a table.
-    for &n in &logs {
-        let mem = Arc::new(MemTable::new());
-        if let Ok(file) = env.new_sequential(&filename::log(dir, n)) {
-            let mut reader = LogReader::new(file, true);
-            let mut record = Vec::new();
-            while let Ok(true) = reader.read_record(&mut record) {
-                if let Ok(batch) = WriteBatch::from_bytes(std::mem::take(&mut record)) {
-                    // from_bytes checked every record: this cannot fail half way.
-                    let _ = mem.insert_batch(&batch);
-                }
-            }
-        }
-        let mut it = mem.iter();
-        it.seek_to_first();
-        if let Some(meta) = write_table(next_number, &mut it, &mut |_| true, u64::MAX)? {
-            tables.push(meta.number);
-        }
-        next_number += 1;
-    }
-    // Tables: keep what reads cleanly.
-    let mut readable = Vec::new();
-    let mut max_seq = 0;
-    for n in tables {
-        let mut path = filename::table(dir, n);
-        if !env.exists(&path) {
-            path = filename::sst_table(dir, n);
-        }
-        match scan_table(env.as_ref(), &path) {
-            Ok((meta, seq)) if !meta.smallest.is_empty() => {
-                max_seq = max_seq.max(seq);
-                let size = meta.size;
-                let table = Table::open(
-                    env.new_random_access(&path)?,
-                    &path.to_string_lossy(),
-                    size,
-                    false,
-                )?;
-                readable.push(Arc::new(table));
-            }
-            _ => {
-                if let Some(name) = path.file_name() {
-                    move_to_lost(&name.to_string_lossy());
-                }
-            }
-        }
-    }
-    // Merge: the newest version of each key, deletions dropped (nothing lies below).
-    let children: Vec<crate::iter::BoxCursor> = readable
-        .iter()
-        .map(|t| Box::new(t.iter(true, false)) as crate::iter::BoxCursor)
-        .collect();
-    let mut merged = crate::iter::MergingIter::new(children);
-    merged.seek_to_first();
-    let mut last_user: Option<Vec<u8>> = None;
-    let mut keep = |ikey: &[u8]| {
-        let Some(p) = ParsedInternalKey::parse(ikey) else {
-            return false;
-        };
-        if last_user.as_deref() == Some(p.user_key) {
-            return false; // an older version
-        }
-        last_user = Some(p.user_key.to_vec());
-        p.ty == crate::key::ValueType::Value
-    };
-    let mut edit = VersionEdit {
-        comparator: Some(crate::key::BYTEWISE_COMPARATOR.to_string()),
-        log_number: Some(0),
-        prev_log_number: Some(0),
-        ..Default::default()
-    };
-    while merged.valid() {
-        let number = next_number;
-        next_number += 1;
-        if let Some(meta) =
-            write_table(number, &mut merged, &mut keep, options.max_file_size as u64)?
-        {
-            edit.new_files.push((1, meta));
-        }
-    }
-    merged.status()?;
-    env.sync_dir(dir)?;
-    let manifest_number = next_number;
-    edit.next_file_number = Some(manifest_number + 1);
-    edit.last_seqnum = Some(max_seq);
-    let mpath = filename::manifest(dir, manifest_number);
-    let mut log = LogWriter::new(env.new_writable(&mpath)?);
-    log.add_record(&edit.encode())?;
-    log.sync()?;
-    drop(log);
-    env.sync_dir(dir)?;
-    crate::version::set_current_file(env.as_ref(), dir, manifest_number)?;
-    // Only now is everything the logs held safe in named tables: set the logs and the
-    // old manifests aside. The old tables are obsolete; the next open deletes them.
-    for &n in &logs {
-        move_to_lost(&format!("{n:06}.log"));
-    }
-    for name in &names {
-        if let Some(Kind::Manifest(n)) = filename::parse(name)
-            && n != manifest_number
-        {
-            move_to_lost(name);
-        }
     }
     Ok(())
 }

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use super::background;
 use super::{DbInner, State, Writer};
+use super::{background, failure};
 use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::filename;
@@ -199,7 +199,7 @@ pub(super) fn make_room_for_write<'a>(
         } else if st.imm.is_some() || level0 >= L0_STOP_TRIGGER {
             // The previous memtable is still being flushed, or level 0 is full.
             // D5: if the work this write waits for is paused, do not wait for it.
-            if let Some(p) = background::pause_blocking_writes(&st) {
+            if let Some(p) = failure::pause_blocking_writes(&st) {
                 let e = p.error.clone();
                 return (st, Err(e));
             }

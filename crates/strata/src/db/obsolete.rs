@@ -1,0 +1,35 @@
+//! Deletion of obsolete files (D4): tables no live version or pending output names, logs
+//! older than the one the manifest needs, manifests older than the current one.
+
+use super::{DbInner, State};
+use crate::filename::{self, Kind};
+
+/// Deletes files no live version, pending output or needed log names (D4).
+pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
+    if st.bg_error.is_some() {
+        return; // the state on disk is in doubt: keep everything
+    }
+    let live = st.versions.live_files();
+    let Ok(names) = db.env.children(&db.dir) else {
+        return;
+    };
+    for name in names {
+        let keep = match filename::parse(&name) {
+            Some(Kind::Log(n)) => {
+                n >= st.versions.log_number
+                    || n == st.versions.prev_log_number
+                    || n == st.log_file_number
+            }
+            Some(Kind::Manifest(n)) => n >= st.versions.manifest_number,
+            Some(Kind::Table(n)) => live.contains(&n) || st.pending_outputs.contains(&n),
+            Some(Kind::Temp(n)) => st.pending_outputs.contains(&n),
+            Some(Kind::Current | Kind::Lock | Kind::InfoLog) | None => true,
+        };
+        if !keep {
+            if let Some(Kind::Table(n)) = filename::parse(&name) {
+                db.table_cache.evict(n);
+            }
+            let _ = db.env.remove_file(&db.dir.join(&name));
+        }
+    }
+}
