@@ -22,7 +22,7 @@ use strata::env::{Env, MemEnv};
 use strata::iter::Cursor;
 use strata::key::InternalOrder;
 use strata::log::LogReader;
-use strata::sstable::{Block, FilterBlockReader, Table};
+use strata::sstable::{Block, BlockReads, FilterBlockReader, Table};
 use strata::version::VersionEdit;
 use strata::{Db, Options, WriteBatch};
 
@@ -84,7 +84,8 @@ pub fn table(data: &[u8]) {
     };
     let table = Arc::new(table);
     for verify in [true, false] {
-        let mut it = table.iter(verify, true);
+        let reads = BlockReads::user(verify, true);
+        let mut it = table.iter(reads);
         it.seek_to_first();
         let mut keys = Vec::new();
         while it.valid() && keys.len() < 100_000 {
@@ -93,7 +94,7 @@ pub fn table(data: &[u8]) {
         }
         let _ = it.status();
         for k in keys.iter().take(16) {
-            let _ = table.get(k, verify, true);
+            let _ = table.get(k, reads);
         }
     }
 }

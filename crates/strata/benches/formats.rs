@@ -16,7 +16,9 @@ use strata::filter::BloomPolicy;
 use strata::iter::Cursor;
 use strata::key::{InternalOrder, ValueType, make_internal_key};
 use strata::log::LogWriter;
-use strata::sstable::{Block, BlockBuilder, Compression, Table, TableBuilder, TableOptions};
+use strata::sstable::{
+    Block, BlockBuilder, BlockReads, Compression, Table, TableBuilder, TableOptions,
+};
 
 fn user_key(i: u64) -> Vec<u8> {
     format!("{i:016}").into_bytes()
@@ -95,7 +97,7 @@ fn table_get(c: &mut Criterion) {
         .map(|i| make_internal_key(&user_key(spread(i, n)), u64::MAX >> 8, ValueType::Value))
         .collect();
     for t in &targets {
-        let _ = table.get(t, true, true); // warm the cache
+        let _ = table.get(t, BlockReads::user(true, true)); // warm the cache
     }
     let mut i = 0;
     c.bench_function("table/get_cached_block", |b| {
@@ -103,7 +105,7 @@ fn table_get(c: &mut Criterion) {
             i = (i + 1) % targets.len();
             black_box(
                 table
-                    .get(black_box(&targets[i]), true, true)
+                    .get(black_box(&targets[i]), BlockReads::user(true, true))
                     .ok()
                     .flatten()
                     .is_some(),

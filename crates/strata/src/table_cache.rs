@@ -13,7 +13,7 @@ use crate::cache::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
 use crate::filename;
-use crate::sstable::{Table, TableIter};
+use crate::sstable::{BlockReads, Table, TableIter};
 
 #[derive(Debug, Default)]
 struct Entries {
@@ -98,22 +98,14 @@ impl TableCache {
         number: u64,
         size: u64,
         ikey: &[u8],
-        verify_checksums: bool,
-        fill_cache: bool,
+        reads: BlockReads,
     ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.find(number, size)?
-            .get(ikey, verify_checksums, fill_cache)
+        self.find(number, size)?.get(ikey, reads)
     }
 
     /// A cursor over table `number`.
-    pub fn iter(
-        &self,
-        number: u64,
-        size: u64,
-        verify_checksums: bool,
-        fill_cache: bool,
-    ) -> Result<TableIter> {
-        Ok(self.find(number, size)?.iter(verify_checksums, fill_cache))
+    pub fn iter(&self, number: u64, size: u64, reads: BlockReads) -> Result<TableIter> {
+        Ok(self.find(number, size)?.iter(reads))
     }
 
     /// Forgets table `number` (its file is being deleted).

@@ -31,7 +31,7 @@ use strata::filter::BloomPolicy;
 use strata::iter::Cursor as _;
 use strata::key::{Bytewise, InternalOrder};
 use strata::log::LogReader;
-use strata::sstable::{Block, BlockHandle, FilterBlockReader, Footer, Table, format};
+use strata::sstable::{Block, BlockHandle, BlockReads, FilterBlockReader, Footer, Table, format};
 use strata::version::VersionEdit;
 
 // ---------------------------------------------------------------------------------------
@@ -271,7 +271,7 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)> {
     let size = bytes.len() as u64;
     let table = Arc::new(Table::open(Arc::new(bytes), "t.ldb", size, true)?);
-    let mut it = table.iter(verify, true);
+    let mut it = table.iter(BlockReads::user(verify, true));
     let mut forward = Vec::new();
     it.seek_to_first();
     while it.valid() {
@@ -288,7 +288,7 @@ fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)
     it.status()?;
     backward.reverse();
     for (k, v) in forward.iter().step_by(97) {
-        let got = table.get(k, verify, true)?;
+        let got = table.get(k, BlockReads::user(verify, true))?;
         // Unverified reads of damaged bytes may disagree with each other; verified ones
         // may not.
         if verify {

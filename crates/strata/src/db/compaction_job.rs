@@ -14,7 +14,7 @@ use crate::compaction::Compaction;
 use crate::error::{Error, Result};
 use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType};
-use crate::sstable::TableBuilder;
+use crate::sstable::{BlockReads, TableBuilder};
 use crate::version::FileMetaData;
 
 /// One table being written by a compaction.
@@ -132,16 +132,17 @@ fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
     for (which, files) in c.inputs.iter().enumerate() {
         if c.level + which == 0 {
             for f in files {
-                children.push(Box::new(
-                    db.table_cache.iter(f.number, f.size, true, false)?,
-                ));
+                children.push(Box::new(db.table_cache.iter(
+                    f.number,
+                    f.size,
+                    BlockReads::SCAN_ONCE,
+                )?));
             }
         } else if !files.is_empty() {
             children.push(Box::new(LevelIter::new(
                 files.clone(),
                 Arc::clone(&db.table_cache),
-                true,
-                false,
+                BlockReads::SCAN_ONCE,
             )));
         }
     }
@@ -161,7 +162,10 @@ fn merge_inputs(
     let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
     input.seek_to_first();
     let mut current: Option<Output> = None;
-    let mut current_user_key: Option<Vec<u8>> = None;
+    // The user key of the previous entry (`has_current_user_key`: there was one); the
+    // buffer is reused, not allocated per entry.
+    let mut current_user_key: Vec<u8> = Vec::new();
+    let mut has_current_user_key = false;
     let mut last_seq_for_key = MAX_SEQNUM;
     while input.valid() {
         if db.shutting_down.load(Ordering::Acquire) {
@@ -196,8 +200,10 @@ fn merge_inputs(
                 ),
             ))
         })?;
-        if current_user_key.as_deref() != Some(parsed.user_key) {
-            current_user_key = Some(parsed.user_key.to_vec());
+        if !has_current_user_key || current_user_key != parsed.user_key {
+            current_user_key.clear();
+            current_user_key.extend_from_slice(parsed.user_key);
+            has_current_user_key = true;
             last_seq_for_key = MAX_SEQNUM;
         }
         // P2: what no snapshot can see goes.

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::iter::Cursor;
 use crate::key::compare_internal_keys;
-use crate::sstable::TableIter;
+use crate::sstable::{BlockReads, TableIter};
 use crate::table_cache::TableCache;
 use crate::version::FileMeta;
 
@@ -15,8 +15,7 @@ use crate::version::FileMeta;
 pub struct LevelIter {
     files: Vec<Arc<FileMeta>>,
     table_cache: Arc<TableCache>,
-    verify_checksums: bool,
-    fill_cache: bool,
+    reads: BlockReads,
     /// Index of the table `current` reads.
     index: usize,
     current: Option<TableIter>,
@@ -34,17 +33,11 @@ impl std::fmt::Debug for LevelIter {
 
 impl LevelIter {
     /// A cursor over `files` (sorted, disjoint).
-    pub fn new(
-        files: Vec<Arc<FileMeta>>,
-        table_cache: Arc<TableCache>,
-        verify_checksums: bool,
-        fill_cache: bool,
-    ) -> Self {
+    pub fn new(files: Vec<Arc<FileMeta>>, table_cache: Arc<TableCache>, reads: BlockReads) -> Self {
         LevelIter {
             files,
             table_cache,
-            verify_checksums,
-            fill_cache,
+            reads,
             index: 0,
             current: None,
             err: None,
@@ -60,10 +53,7 @@ impl LevelIter {
         let Some(f) = self.files.get(index) else {
             return false;
         };
-        match self
-            .table_cache
-            .iter(f.number, f.size, self.verify_checksums, self.fill_cache)
-        {
+        match self.table_cache.iter(f.number, f.size, self.reads) {
             Ok(it) => {
                 self.current = Some(it);
                 true

@@ -67,6 +67,7 @@ use crate::log::LogWriter;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
+use crate::sstable::BlockReads;
 use crate::table_cache::TableCache;
 use crate::version::{GetResult, NUM_LEVELS, VersionEdit, VersionSet};
 
@@ -339,8 +340,7 @@ impl Db {
                 f.number,
                 f.size,
                 ikey,
-                options.verify_checksums,
-                options.fill_cache,
+                BlockReads::user(options.verify_checksums, options.fill_cache),
             )
         })?;
         if seek_charged.is_some() {
@@ -396,8 +396,7 @@ impl Db {
                 match inner.table_cache.iter(
                     f.number,
                     f.size,
-                    options.verify_checksums,
-                    options.fill_cache,
+                    BlockReads::user(options.verify_checksums, options.fill_cache),
                 ) {
                     Ok(it) => Box::new(it),
                     Err(e) => Box::new(ErrorCursor(e)),
@@ -408,8 +407,7 @@ impl Db {
             children.push(Box::new(LevelIter::new(
                 files.clone(),
                 Arc::clone(&inner.table_cache),
-                options.verify_checksums,
-                options.fill_cache,
+                BlockReads::user(options.verify_checksums, options.fill_cache),
             )));
         }
         DbIterator::new(MergingIter::new(children), seqnum, version)

@@ -16,7 +16,7 @@ use crate::key::ParsedInternalKey;
 use crate::log::{LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::sstable::Table;
+use crate::sstable::{BlockReads, Table};
 use crate::version::{FileMetaData, VersionEdit};
 
 /// Deletes a database's files and then its directory, if empty.
@@ -53,7 +53,7 @@ fn scan_table(env: &dyn Env, path: &Path) -> Result<(FileMetaData, u64)> {
         size,
         false,
     )?);
-    let mut it = table.iter(true, false);
+    let mut it = table.iter(BlockReads::SCAN_ONCE);
     it.seek_to_first();
     let mut smallest = Vec::new();
     let mut largest = Vec::new();
@@ -185,7 +185,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     // Merge: the newest version of each key, deletions dropped (nothing lies below).
     let children: Vec<crate::iter::BoxCursor> = readable
         .iter()
-        .map(|t| Box::new(t.iter(true, false)) as crate::iter::BoxCursor)
+        .map(|t| Box::new(t.iter(BlockReads::SCAN_ONCE)) as crate::iter::BoxCursor)
         .collect();
     let mut merged = crate::iter::MergingIter::new(children);
     merged.seek_to_first();

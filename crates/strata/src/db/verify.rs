@@ -20,6 +20,7 @@ use crate::filename::{self, Kind};
 use crate::iter::Cursor;
 use crate::key::{self, compare_internal_keys};
 use crate::log::LogReader;
+use crate::sstable::BlockReads;
 use crate::version::NUM_LEVELS;
 
 /// What [`crate::Db::verify`] read.
@@ -80,7 +81,7 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
                 ));
             }
             let table = db.table_cache.find(f.number, f.size)?;
-            let mut it = table.iter(true, false);
+            let mut it = table.iter(BlockReads::SCAN_ONCE);
             it.seek_to_first();
             let mut prev: Option<Vec<u8>> = None;
             while it.valid() {

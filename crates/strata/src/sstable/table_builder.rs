@@ -115,7 +115,9 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
         }
         let handle = self.write_data_block()?;
         self.pending_index = Some(handle);
-        self.file.flush()?;
+        // No flush here (LevelDB flushes after each data block): the file's own buffer
+        // goes out when full, so a table costs one write per 64 KiB, not per block; the
+        // table counts only once `finish` has synced it.
         if let Some(f) = self.filter.as_mut() {
             f.start_block(self.offset);
         }

@@ -171,7 +171,7 @@ pub fn read_leveldb_dir(dir: &Path) -> DirContents {
             )
             .unwrap(),
         );
-        let mut it = table.iter(true, true);
+        let mut it = table.iter(strata::sstable::BlockReads::user(true, true));
         it.seek_to_first();
         while it.valid() {
             let p = ParsedInternalKey::parse(it.key()).unwrap();
