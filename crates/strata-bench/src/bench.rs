@@ -808,6 +808,7 @@ mod tests {
             bloom_bits: Some(10),
             open_files: 100,
             compression: true,
+            mmap_write: true,
         };
         let mut runner = Runner::new(&flags, kind, dir.path().join("db"), settings);
         for name in [

@@ -23,6 +23,9 @@ pub struct Settings {
     pub open_files: usize,
     /// Block compression on.
     pub compression: bool,
+    /// Strata writes its log through a memory map (`Options::mmap_wal`); other engines
+    /// ignore it.
+    pub mmap_write: bool,
 }
 
 /// One write of a batch: a put (`Some(value)`) or a delete.
@@ -170,6 +173,7 @@ pub mod strata_engine {
                     Compression::None
                 },
                 block_cache: Some(strata::cache::BlockCache::new(s.cache_size)),
+                mmap_wal: s.mmap_write,
                 ..Options::default()
             };
             let db = Db::open(dir, options)

@@ -79,6 +79,7 @@ fn settings(f: &Flags) -> Settings {
         block_size: f.block_size,
         bloom_bits: f.bloom(),
         open_files: f.open_files,
+        mmap_write: f.mmap_write,
         compression: f.compression,
     }
 }

@@ -64,6 +64,13 @@ pub struct Options {
     /// [`Db::resume`](crate::Db::resume) runs it again. Meanwhile reads and the writes that
     /// fit in the memtable go on.
     pub background_retry_interval: Duration,
+    /// Write the write-ahead log through a shared memory map (default true): an
+    /// unsynced write is then a copy into the operating system's page cache, with no
+    /// system call, and survives a process crash exactly as a `write(2)` would (C2). The
+    /// log is preallocated a megabyte ahead, so until it is closed it ends in zeros, which
+    /// Strata and LevelDB read as its end. `false` writes it with one `write(2)` per write
+    /// group, as LevelDB does. Filesystems that cannot preallocate get `write(2)` either way.
+    pub mmap_wal: bool,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,
 }
@@ -95,6 +102,7 @@ impl Default for Options {
             compression: Compression::Snappy,
             bloom_bits_per_key: None,
             background_retry_interval: Duration::from_secs(1),
+            mmap_wal: true,
             env: Arc::new(DiskEnv::new()),
         }
     }

@@ -3,6 +3,9 @@
 //! a random moment, reopens the database, and checks that every acknowledged put is there
 //! and no acknowledged delete is undone, synced or not (a process crash keeps what reached
 //! the OS). Repeated `STRATA_CRASH_CYCLES` times (default 50) on the real filesystem.
+//! The log is written through a memory map (the default), so a killed writer leaves it
+//! ending in preallocated zeros: recovery must read that as the end of the log, never as
+//! damage (L4), and the test checks that it met such a tail.
 
 #![allow(
     clippy::unwrap_used,
@@ -86,6 +89,7 @@ fn acknowledged_writes_survive_kill_9() {
     let mut model: HashMap<Vec<u8>, Option<Vec<u8>>> = HashMap::new();
     let mut next = 0u64;
     let mut total_acked = 0u64;
+    let mut zero_tails = 0u64;
     for cycle in 0..cycles {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
@@ -134,7 +138,13 @@ fn acknowledged_writes_survive_kill_9() {
         // Operation last+1 may or may not have reached the log before the kill.
         let (in_flight_key, in_flight_value) = op(last + 1);
 
+        zero_tails += u64::from(has_zero_tail(&path));
         let db = Db::open(&path, options()).unwrap();
+        let notes = db.property("strata.recovery").unwrap();
+        assert!(
+            !notes.contains("ZeroFill"),
+            "cycle {cycle}: a zero tail was taken for damage: {notes}"
+        );
         for (k, expected) in &model {
             let got = db.get(k).unwrap();
             if *k == in_flight_key && got == in_flight_value {
@@ -153,6 +163,18 @@ fn acknowledged_writes_survive_kill_9() {
         next = last + 2;
     }
     println!(
-        "kill -9: {cycles} cycles, {total_acked} acknowledged writes checked (one in three synced)"
+        "kill -9: {cycles} cycles, {total_acked} acknowledged writes checked (one in three \
+         synced), {zero_tails} logs left ending in preallocated zeros"
     );
+    assert!(zero_tails > 0, "no cycle left a mapped log's zero tail");
+}
+
+/// True if the newest log in `dir` ends in zeros: a mapped log whose writer was killed.
+fn has_zero_tail(dir: &Path) -> bool {
+    let newest = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .max();
+    newest.is_some_and(|p| std::fs::read(p).unwrap().last() == Some(&0))
 }

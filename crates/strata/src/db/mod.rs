@@ -194,6 +194,16 @@ impl DbInner {
         }
     }
 
+    /// Creates write-ahead log `number` (mapped unless `Options::mmap_wal` is off).
+    fn new_log_file(&self, number: u64) -> Result<Box<dyn WritableFile>> {
+        let path = filename::log(&self.dir, number);
+        if self.options.mmap_wal {
+            self.env.new_log(&path)
+        } else {
+            self.env.new_writable(&path)
+        }
+    }
+
     fn table_path(&self, number: u64) -> PathBuf {
         filename::table(&self.dir, number)
     }

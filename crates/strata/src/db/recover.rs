@@ -170,8 +170,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
 
     let mut st = db.lock();
     let number = st.versions.new_file_number();
-    let log_path = filename::log(dir, number);
-    let file = env.new_writable(&log_path)?;
+    let file = db.new_log_file(number)?;
     env.sync_dir(dir)?;
     st.log = Some(LogWriter::new(file));
     st.log_file_number = number;

@@ -16,6 +16,9 @@ use crate::batch::WriteBatch;
 use crate::error::Result;
 use crate::filename;
 use crate::log::LogWriter;
+
+/// The write-ahead log as the state holds it.
+type Log = LogWriter<dyn crate::env::WritableFile>;
 use crate::memtable::MemTable;
 use crate::version::{L0_SLOWDOWN_TRIGGER, L0_STOP_TRIGGER};
 
@@ -215,9 +218,9 @@ pub(super) fn make_room_for_write<'a>(
             // Switch. Only the leader touches the WAL (D1), so the file work runs without
             // the state mutex: readers and the background thread go on meanwhile.
             let number = st.versions.new_file_number();
-            let mut old = st.log.take();
+            let old = st.log.take();
             drop(st);
-            let switched = switch_log(db, old.as_mut(), number);
+            let switched = switch_log(db, old, number);
             st = db.lock();
             match switched {
                 Ok(new) => {
@@ -229,7 +232,7 @@ pub(super) fn make_room_for_write<'a>(
                     force = false;
                     background::maybe_schedule(db, &mut st);
                 }
-                Err(e) => {
+                Err((e, old)) => {
                     // A failed sync is final (never retried): latch it.
                     st.log = old;
                     st.bg_error = Some(e.clone());
@@ -242,25 +245,30 @@ pub(super) fn make_room_for_write<'a>(
 
 /// Makes the old WAL durable and creates WAL `number`, its directory entry durable too.
 /// The old WAL is synced first: a synced write in the new WAL must never sit after a torn
-/// tail in the old one (C1, C3). On failure the new file is removed.
+/// tail in the old one (C1, C3). The old WAL is closed here, outside the state mutex; on
+/// failure it is handed back and the new file is removed.
 fn switch_log(
     db: &DbInner,
-    old: Option<&mut LogWriter<dyn crate::env::WritableFile>>,
+    old: Option<Log>,
     number: u64,
-) -> Result<LogWriter<dyn crate::env::WritableFile>> {
-    if let Some(old) = old {
-        old.sync()?;
+) -> Result<Log, (crate::Error, Option<Log>)> {
+    let mut old = old;
+    if let Some(l) = old.as_mut()
+        && let Err(e) = l.sync()
+    {
+        return Err((e, old));
     }
-    let path = filename::log(&db.dir, number);
     let opened = db
-        .env
-        .new_writable(&path)
+        .new_log_file(number)
         .and_then(|f| db.env.sync_dir(&db.dir).map(|()| f));
     match opened {
-        Ok(file) => Ok(LogWriter::new(file)),
+        Ok(file) => {
+            drop(old);
+            Ok(LogWriter::new(file))
+        }
         Err(e) => {
-            let _ = db.env.remove_file(&path);
-            Err(e)
+            let _ = db.env.remove_file(&filename::log(&db.dir, number));
+            Err((e, old))
         }
     }
 }

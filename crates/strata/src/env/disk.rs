@@ -14,6 +14,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
+use super::mapped::MappedLog;
 use super::{Env, FileLock, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
 
@@ -178,6 +179,21 @@ impl Env for DiskEnv {
             path: path.to_path_buf(),
             buf: Vec::with_capacity(WRITE_BUFFER),
         }))
+    }
+
+    fn new_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io_err("create", path))?;
+        match MappedLog::create(file, path)? {
+            Some(log) => Ok(Box::new(log)),
+            // The filesystem cannot preallocate: the plain file, with a write per flush.
+            None => self.new_writable(path),
+        }
     }
 
     fn new_appendable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

@@ -170,6 +170,14 @@ impl Env for FaultEnv {
             plan: Arc::clone(&self.plan),
         }))
     }
+    fn new_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.check(Call::Create, path)?;
+        Ok(Box::new(FaultFile {
+            inner: self.inner.new_log(path)?,
+            path: path.to_path_buf(),
+            plan: Arc::clone(&self.plan),
+        }))
+    }
     fn new_appendable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.check(Call::Create, path)?;
         Ok(Box::new(FaultFile {

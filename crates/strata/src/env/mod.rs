@@ -16,6 +16,7 @@
 mod crash;
 mod disk;
 mod fault;
+mod mapped;
 mod mem;
 
 use std::fmt::Debug;
@@ -64,6 +65,13 @@ pub trait Env: Send + Sync + Debug {
     fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     /// Opens `path` for appending, creating it when missing.
     fn new_appendable(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates `path`, or truncates it, for a write-ahead log: many small appends, each
+    /// flushed. An implementation may preallocate the file and leave zeros past the
+    /// appended bytes until the file is dropped (readers take a zero tail for the end of
+    /// the log); by default it is [`Env::new_writable`].
+    fn new_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.new_writable(path)
+    }
     /// True if `path` exists.
     fn exists(&self, path: &Path) -> bool;
     /// The names (not paths) of the entries in `dir`.

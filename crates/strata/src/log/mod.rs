@@ -14,6 +14,10 @@
 //! - L1 a physical record never starts in the last 6 bytes of a block; those bytes are zero.
 //! - L2 the crc covers the type byte and the payload.
 //! - L3 a logical record is FULL, or FIRST MIDDLE* LAST, in consecutive physical records.
+//! - L4 zeros from a record boundary to the end of the file are the end of the log, not
+//!   damage: a log written through a memory map is preallocated, and keeps that zero tail
+//!   if its writer dies. Zeros followed by anything else are damage
+//!   ([`DropReason::ZeroFill`]).
 //!
 //! The [`LogReader`] never fails on bad bytes: it drops what it cannot use, says how many
 //! bytes and why ([`Dropped`]), and resynchronises at the next block. A record cut short by

@@ -75,6 +75,9 @@ pub struct LogReader {
     dropped: Vec<Dropped>,
     /// File offset of the last record returned.
     last_record_offset: u64,
+    /// Where a run of zero-filled blocks began, while it lasts: the end of the log if it
+    /// reaches the end of the file (a preallocated tail), damage if a record follows it.
+    zero_run: Option<u64>,
 }
 
 impl std::fmt::Debug for LogReader {
@@ -100,6 +103,7 @@ impl LogReader {
             eof: false,
             dropped: Vec::new(),
             last_record_offset: 0,
+            zero_run: None,
         }
     }
 
@@ -224,6 +228,13 @@ impl LogReader {
                 }
                 if left > 0 {
                     // A header cut by the end of the file.
+                    if let Some(start) = self.zero_run.take() {
+                        self.report(
+                            start,
+                            (self.position() - start) as usize,
+                            DropReason::ZeroFill,
+                        );
+                    }
                     self.drop_rest_of_block(DropReason::TornTail);
                 }
                 return Ok(Physical::Eof);
@@ -233,6 +244,12 @@ impl LogReader {
             let stored_crc = decode_fixed32(header).unwrap_or_default();
             let length = usize::from(u16::from_le_bytes([header[4], header[5]]));
             let type_byte = header[6];
+            let zero_header = type_byte == RecordType::Zero as u8 && length == 0;
+            if !zero_header && let Some(start) = self.zero_run.take() {
+                // Zeros, then something: the zeros hid written bytes (a lost page).
+                self.report(start, (offset - start) as usize, DropReason::ZeroFill);
+                return Ok(Physical::Skip);
+            }
             if HEADER_SIZE + length > left {
                 if self.eof {
                     self.drop_rest_of_block(DropReason::TornTail);
@@ -241,7 +258,14 @@ impl LogReader {
                 self.drop_rest_of_block(DropReason::BadLength);
                 return Ok(Physical::Skip);
             }
-            if type_byte == RecordType::Zero as u8 && length == 0 {
+            if zero_header {
+                if self.block[self.pos..self.block_len].iter().all(|&b| b == 0) {
+                    // L4: zeros to the end of the block; if they last to the end of the
+                    // file, this is the log's preallocated tail, not damage.
+                    self.zero_run.get_or_insert(offset);
+                    self.pos = self.block_len;
+                    continue;
+                }
                 self.drop_rest_of_block(DropReason::ZeroFill);
                 return Ok(Physical::Skip);
             }

@@ -195,6 +195,53 @@ fn zero_filled_region_is_skipped() {
 }
 
 #[test]
+fn zero_tail_to_the_end_of_the_file_is_the_end_of_the_log() {
+    // L4: a preallocated log whose writer died: records, then zeros for blocks on end,
+    // the last block cut short.
+    let records = vec![record(100, 1), record(BLOCK_SIZE + 5, 2), record(3, 3)];
+    let mut bytes = write_all(&records);
+    let written = bytes.len();
+    bytes.resize(written + 3 * BLOCK_SIZE + 1234, 0);
+    let (back, dropped) = read_all(bytes);
+    assert_eq!(back, records);
+    assert!(dropped.is_empty(), "{dropped:?}");
+    // Zeros only: an empty log.
+    let (back, dropped) = read_all(vec![0; 2 * BLOCK_SIZE]);
+    assert!(back.is_empty() && dropped.is_empty(), "{dropped:?}");
+}
+
+#[test]
+fn zero_tail_inside_a_record_is_a_torn_tail() {
+    // The writer died between the fragments of a record that spans blocks.
+    let mut bytes = write_all(&[record(BLOCK_SIZE + 100, 4)]);
+    bytes.truncate(BLOCK_SIZE);
+    bytes.resize(4 * BLOCK_SIZE, 0);
+    let (back, dropped) = read_all(bytes);
+    assert!(back.is_empty());
+    assert_eq!(dropped.len(), 1, "{dropped:?}");
+    assert_eq!(dropped[0].reason, DropReason::TornTail);
+}
+
+#[test]
+fn zeros_followed_by_a_record_blocks_later_are_damage() {
+    // A lost page: zeros where written bytes were, then more records.
+    let first = write_all(&[b"one".to_vec()]);
+    let mut bytes = first.clone();
+    bytes.resize(3 * BLOCK_SIZE, 0);
+    bytes.extend_from_slice(&write_all(&[b"two".to_vec()]));
+    let (back, dropped) = read_all(bytes);
+    assert_eq!(back, vec![b"one".to_vec(), b"two".to_vec()]);
+    assert_eq!(
+        dropped,
+        vec![Dropped {
+            offset: first.len() as u64,
+            bytes: (3 * BLOCK_SIZE - first.len()) as u64,
+            reason: DropReason::ZeroFill,
+        }]
+    );
+}
+
+#[test]
 fn unknown_type_is_reported() {
     let mut bytes = write_all(&[b"one".to_vec(), b"two".to_vec()]);
     // Rewrite the first record as type 9 with a correct checksum.

@@ -1,0 +1,280 @@
+//! [`MappedLog`]: a write-ahead log file written through a shared memory map, so an append
+//! is a copy into the page cache instead of a `write(2)` call.
+//!
+//! The file is mapped one window at a time (`MAP_SHARED`) and grown ahead of the writer by
+//! writing zeros (`pwrite`, a chunk at a time): the pages are then in the page cache with
+//! their blocks reserved, so a store into the map is a plain copy (a page first touched
+//! takes a minor fault) and a full disk shows as an error from `pwrite`, never as a
+//! `SIGBUS`. A byte copied into the map is in the operating system's page cache at once,
+//! exactly where `write(2)` would have put it: a process that dies (even by `kill -9`)
+//! leaves it to the kernel, which writes it back (C2). `sync` is `fdatasync`, which writes
+//! back pages dirtied through a map as it does those dirtied by `write(2)` (C1). Dropping
+//! the file unmaps it and cuts the file to the bytes appended, so a log closed in order has
+//! no zero tail; a log whose writer died keeps one (at most [`CHUNK`] bytes), which readers
+//! take for the end of the log (L4; LevelDB's reader skips zero-filled blocks for the same
+//! reason: its older versions wrote logs this way).
+//!
+//! Only filesystems that update files in place get a map ([`maps_safely`]): on a
+//! copy-on-write filesystem a store into an already written page needs new blocks, and a
+//! full disk would kill the process with `SIGBUS`. Elsewhere the caller writes the log with
+//! `write(2)`.
+//!
+//! Invariants:
+//! - W1 `window` (when present) maps file bytes `[window.offset, window.offset + WINDOW)`;
+//!   only bytes below `filled` are ever stored to, and the file holds at least `filled`
+//!   bytes, written (zeros at first), so every page stored to is in the file and has its
+//!   blocks.
+//! - W2 `len` is the number of bytes appended; `len <= filled`; the file's bytes from `len`
+//!   on are zeros.
+//! - W3 the map is only ever written through `append`, by the one owner of this value
+//!   (`&mut self`); no reference into it outlives a call.
+//!
+//! This is the only module of the engine's filesystem seam with `unsafe` code (the map and
+//! the copy into it). Miri cannot run its tests: it has no file-backed `mmap`. The tests
+//! below run natively in `make test` and under the sanitizers in `make sanitize`.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+use rustix::mm::{MapFlags, ProtFlags};
+
+use super::WritableFile;
+use crate::error::{Error, Result};
+
+/// Bytes mapped at a time: a multiple of every page size in use.
+pub(super) const WINDOW: usize = 1 << 20;
+/// Bytes of zeros written ahead of the writer at a time; divides `WINDOW`.
+pub(super) const CHUNK: usize = 64 << 10;
+const _: () = assert!(WINDOW.is_multiple_of(CHUNK));
+
+static ZEROS: [u8; CHUNK] = [0; CHUNK];
+
+/// One mapped window of the file.
+struct Window {
+    ptr: NonNull<u8>,
+    /// File offset of the window's first byte (a multiple of `WINDOW`).
+    offset: u64,
+}
+
+/// A log file appended through a shared memory map (see the module docs).
+pub(super) struct MappedLog {
+    file: File,
+    path: PathBuf,
+    window: Option<Window>,
+    /// Bytes appended (W2).
+    len: u64,
+    /// Bytes of the file written so far, data and zeros ahead of it (W1).
+    filled: u64,
+}
+
+// SAFETY: the map is owned by this value alone (W3): moving it to another thread moves
+// the only way to reach the mapped memory.
+unsafe impl Send for MappedLog {}
+
+fn io_err(call: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::io(format!("{call} {}", path.display()), e)
+}
+
+/// True if stores into a shared map of a file on `file`'s filesystem cannot fail for want
+/// of space once the page was written: filesystems that overwrite in place (ext2/3/4, XFS,
+/// tmpfs). Copy-on-write ones (Btrfs, ZFS, ...) and anything unknown get `write(2)`.
+pub(super) fn maps_safely(file: &File) -> bool {
+    const EXT4: u64 = 0xEF53;
+    const XFS: u64 = 0x5846_5342;
+    const TMPFS: u64 = 0x0102_1994;
+    rustix::fs::fstatfs(file).is_ok_and(|s| matches!(s.f_type as u64, EXT4 | XFS | TMPFS))
+}
+
+impl MappedLog {
+    /// A mapped log on the new, empty `file` (open for reading and writing), or `Ok(None)`
+    /// if its filesystem does not map safely (then the caller uses `write(2)`).
+    pub(super) fn create(file: File, path: &Path) -> Result<Option<MappedLog>> {
+        if !maps_safely(&file) {
+            return Ok(None);
+        }
+        let mut log = MappedLog {
+            file,
+            path: path.to_path_buf(),
+            window: None,
+            len: 0,
+            filled: 0,
+        };
+        log.map_at(0)?;
+        Ok(Some(log))
+    }
+
+    /// Maps the window that starts at `offset` (W1; its pages are filled as needed).
+    fn map_at(&mut self, offset: u64) -> Result<()> {
+        self.unmap()?;
+        // SAFETY: a fresh mapping chosen by the kernel (null hint), so it aliases no Rust
+        // object. Part of it may lie past the end of the file: those pages are never
+        // touched until `fill_to` has written them (W1).
+        let ptr = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                WINDOW,
+                ProtFlags::READ | ProtFlags::WRITE,
+                MapFlags::SHARED,
+                &self.file,
+                offset,
+            )
+        }
+        .map_err(|e| io_err("mmap", &self.path, e.into()))?;
+        let ptr = NonNull::new(ptr.cast::<u8>())
+            .ok_or_else(|| io_err("mmap", &self.path, std::io::Error::other("null mapping")))?;
+        self.window = Some(Window { ptr, offset });
+        Ok(())
+    }
+
+    /// Writes zeros, a chunk at a time, until the file holds at least `end` bytes (W1).
+    fn fill_to(&mut self, end: u64) -> Result<()> {
+        while self.filled < end {
+            self.file
+                .write_all_at(&ZEROS, self.filled)
+                .map_err(|e| io_err("pwrite", &self.path, e))?;
+            self.filled += CHUNK as u64;
+        }
+        Ok(())
+    }
+
+    fn unmap(&mut self) -> Result<()> {
+        if let Some(w) = self.window.take() {
+            // SAFETY: `w` came from `mmap` with length `WINDOW` and was unmapped never
+            // before (it is taken out of `self.window`); no reference into it is alive
+            // (W3).
+            unsafe { rustix::mm::munmap(w.ptr.as_ptr().cast(), WINDOW) }
+                .map_err(|e| io_err("munmap", &self.path, e.into()))?;
+        }
+        Ok(())
+    }
+}
+
+impl WritableFile for MappedLog {
+    fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            let (ptr, offset) = match &self.window {
+                Some(w) if self.len < w.offset + WINDOW as u64 => (w.ptr, w.offset),
+                _ => {
+                    // The window is full (or was lost to an error): map the one that
+                    // holds the next byte.
+                    self.map_at(self.len - self.len % WINDOW as u64)?;
+                    continue;
+                }
+            };
+            let at = (self.len - offset) as usize;
+            let n = data.len().min(WINDOW - at);
+            self.fill_to(self.len + n as u64)?;
+            // SAFETY: `at + n <= WINDOW`, so the destination lies inside the live mapping,
+            // and below `filled`, so inside the file (W1); the source is a Rust slice,
+            // which cannot overlap the map because no reference into the map is ever
+            // handed out (W3).
+            unsafe {
+                std::ptr::copy_nonoverlapping(data.as_ptr(), ptr.as_ptr().add(at), n);
+            }
+            self.len += n as u64;
+            data = &data[n..];
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        // Bytes in the map are already in the page cache: visible to every reader of the
+        // file (E3) and the kernel's to write back.
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        // fdatasync writes back the pages dirtied through the map, and the file's size.
+        self.file
+            .sync_data()
+            .map_err(|e| io_err("fdatasync", &self.path, e))
+    }
+}
+
+impl Drop for MappedLog {
+    fn drop(&mut self) {
+        // Best effort, as for any file dropped without a sync: the zero tail left by a
+        // failure here reads as the end of the log (L4).
+        if self.unmap().is_ok() {
+            let _ = self.file.set_len(self.len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs::OpenOptions;
+
+    fn create(path: &Path) -> MappedLog {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .unwrap();
+        MappedLog::create(file, path).unwrap().unwrap()
+    }
+
+    #[test]
+    fn appends_across_windows_and_cuts_the_tail_on_drop() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("000003.log");
+        let mut log = create(&p);
+        let mut expected = Vec::new();
+        // Pieces of every size, some larger than a window, crossing several boundaries.
+        for (i, size) in [1usize, 7, 4096, WINDOW - 5000, 3 * WINDOW + 11, 100, 1]
+            .into_iter()
+            .enumerate()
+        {
+            let piece: Vec<u8> = (0..size).map(|j| (i * 31 + j * 7) as u8 | 1).collect();
+            log.append(&piece).unwrap();
+            expected.extend_from_slice(&piece);
+            log.flush().unwrap();
+            // Visible through the file at once, before any sync, followed by zeros only.
+            let on_disk = std::fs::read(&p).unwrap();
+            assert!(on_disk.len() as u64 >= expected.len() as u64);
+            assert_eq!(&on_disk[..expected.len()], &expected[..]);
+            assert!(on_disk[expected.len()..].iter().all(|&b| b == 0));
+            assert_eq!(on_disk.len() % CHUNK, 0, "grown in whole chunks");
+            assert!(
+                on_disk.len() - expected.len() < CHUNK,
+                "at most a chunk ahead"
+            );
+        }
+        log.sync().unwrap();
+        drop(log);
+        assert_eq!(std::fs::read(&p).unwrap(), expected);
+    }
+
+    #[test]
+    fn an_empty_log_is_cut_to_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("000004.log");
+        drop(create(&p));
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 0);
+    }
+
+    #[test]
+    fn a_window_exactly_filled_maps_the_next_one_only_when_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("000005.log");
+        let mut log = create(&p);
+        log.append(&vec![9u8; WINDOW]).unwrap();
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), WINDOW as u64);
+        log.append(b"x").unwrap();
+        assert_eq!(
+            std::fs::metadata(&p).unwrap().len(),
+            (WINDOW + CHUNK) as u64
+        );
+        drop(log);
+        let bytes = std::fs::read(&p).unwrap();
+        assert_eq!(bytes.len(), WINDOW + 1);
+        assert_eq!(bytes[WINDOW], b'x');
+    }
+}
