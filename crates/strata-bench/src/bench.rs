@@ -809,6 +809,7 @@ mod tests {
             open_files: 100,
             compression: true,
             mmap_write: true,
+            subcompactions: 2,
         };
         let mut runner = Runner::new(&flags, kind, dir.path().join("db"), settings);
         for name in [

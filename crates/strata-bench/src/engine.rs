@@ -26,6 +26,9 @@ pub struct Settings {
     /// Strata writes its log through a memory map (`Options::mmap_wal`); other engines
     /// ignore it.
     pub mmap_write: bool,
+    /// Threads that merge one compaction at once (Strata's `max_subcompactions`); other
+    /// engines ignore it.
+    pub subcompactions: usize,
 }
 
 /// One write of a batch: a put (`Some(value)`) or a delete.
@@ -174,6 +177,7 @@ pub mod strata_engine {
                 },
                 block_cache: Some(strata::cache::BlockCache::new(s.cache_size)),
                 mmap_wal: s.mmap_write,
+                max_subcompactions: s.subcompactions,
                 ..Options::default()
             };
             let db = Db::open(dir, options)

@@ -70,6 +70,10 @@ pub struct Flags {
     /// ignore it).
     #[arg(long = "mmap_write", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub mmap_write: bool,
+    /// Strata: threads that merge one compaction at once (RocksDB db_bench's flag; other
+    /// engines ignore it).
+    #[arg(long = "subcompactions", default_value_t = 2)]
+    pub subcompactions: usize,
     /// Block compression (Snappy).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub compression: bool,

@@ -80,6 +80,7 @@ fn settings(f: &Flags) -> Settings {
         bloom_bits: f.bloom(),
         open_files: f.open_files,
         mmap_write: f.mmap_write,
+        subcompactions: f.subcompactions,
         compression: f.compression,
     }
 }

@@ -20,7 +20,7 @@
 
 use std::cmp::Ordering;
 
-use crate::coding::{decode_fixed64, put_fixed64};
+use crate::coding::{compare_bytes, decode_fixed64, put_fixed64};
 
 /// A sequence number: the position of a write in the database's history.
 pub type SeqNum = u64;
@@ -132,7 +132,7 @@ impl std::fmt::Display for ParsedInternalKey<'_> {
 /// K2: user key ascending, then tag descending.
 #[inline]
 pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
-    match user_key(a).cmp(user_key(b)) {
+    match compare_bytes(user_key(a), user_key(b)) {
         Ordering::Equal => tag(b).cmp(&tag(a)),
         ord => ord,
     }
@@ -151,7 +151,7 @@ pub struct Bytewise;
 impl KeyOrder for Bytewise {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        a.cmp(b)
+        compare_bytes(a, b)
     }
 }
 

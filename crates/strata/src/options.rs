@@ -71,6 +71,12 @@ pub struct Options {
     /// Strata and LevelDB read as its end. `false` writes it with one `write(2)` per write
     /// group, as LevelDB does. Filesystems that cannot preallocate get `write(2)` either way.
     pub mmap_wal: bool,
+    /// Threads that merge one large compaction at once, each a key range of it (default
+    /// 2; 1: the background thread alone, as LevelDB). A writer that is held back while
+    /// level 0 drains leaves its core idle: the extra threads put it to work, so the
+    /// compaction it waits for ends sooner. Outputs and their order are the same whatever
+    /// the count, up to where output tables are cut.
+    pub max_subcompactions: usize,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,
 }
@@ -103,6 +109,7 @@ impl Default for Options {
             bloom_bits_per_key: None,
             background_retry_interval: Duration::from_secs(1),
             mmap_wal: true,
+            max_subcompactions: 2,
             env: Arc::new(DiskEnv::new()),
         }
     }
@@ -141,6 +148,10 @@ impl Options {
         check(
             (4096..=1 << 30).contains(&self.max_file_size),
             "max_file_size must be 4 KiB to 1 GiB",
+        )?;
+        check(
+            (1..=64).contains(&self.max_subcompactions),
+            "max_subcompactions must be 1 to 64",
         )?;
         check(
             self.bloom_bits_per_key

@@ -1,5 +1,6 @@
 //! Compaction: which tables to merge next ([`picker`], pure logic) and the rules a merge
-//! follows ([`Compaction`]). The database's background thread runs the merge itself.
+//! follows ([`Compaction`]), cut into key ranges that threads merge at once ([`shard`]).
+//! The database's background thread runs the merge itself.
 //!
 //! Invariants:
 //! - P1 a compaction of level `L` takes tables from `L` and every table of `L+1` they
@@ -12,5 +13,7 @@
 //!   older one.
 
 pub mod picker;
+pub mod shard;
 
 pub use picker::{Compaction, pick_compaction, range_compaction};
+pub use shard::{Shard, shards};

@@ -21,10 +21,6 @@ pub struct Compaction {
     pub edit: VersionEdit,
     /// Target size of an output table.
     pub max_output_file_size: u64,
-    grandparent_index: usize,
-    seen_key: bool,
-    overlapped_bytes: u64,
-    level_ptrs: [usize; NUM_LEVELS],
 }
 
 fn total_size(files: &[Arc<FileMeta>]) -> u64 {
@@ -51,7 +47,7 @@ fn user_bounds(range: &(Vec<u8>, Vec<u8>)) -> (Option<&[u8]>, Option<&[u8]>) {
 }
 
 impl Compaction {
-    fn new(level: usize, version: Arc<Version>, max_file_size: u64) -> Self {
+    pub(crate) fn new(level: usize, version: Arc<Version>, max_file_size: u64) -> Self {
         Compaction {
             level,
             inputs: [Vec::new(), Vec::new()],
@@ -59,14 +55,11 @@ impl Compaction {
             version,
             edit: VersionEdit::default(),
             max_output_file_size: max_file_size,
-            grandparent_index: 0,
-            seen_key: false,
-            overlapped_bytes: 0,
-            level_ptrs: [0; NUM_LEVELS],
         }
     }
 
-    fn max_grandparent_overlap(&self) -> u64 {
+    /// Grandparent bytes one output table may overlap before it is ended.
+    pub(crate) fn max_grandparent_overlap(&self) -> u64 {
         10 * self.max_output_file_size
     }
 
@@ -85,46 +78,6 @@ impl Compaction {
                     .deleted_files
                     .insert((self.level + which, f.number));
             }
-        }
-    }
-
-    /// True if no level below the output holds `user_key`, so a tombstone for it can go
-    /// (P2). Calls must come in increasing key order.
-    pub fn is_base_level_for_key(&mut self, key: &[u8]) -> bool {
-        for level in self.level + 2..NUM_LEVELS {
-            let files = &self.version.levels[level];
-            while let Some(f) = files.get(self.level_ptrs[level]) {
-                let (lo, hi) = f.user_range();
-                if key <= hi {
-                    if key >= lo {
-                        return false;
-                    }
-                    break;
-                }
-                self.level_ptrs[level] += 1;
-            }
-        }
-        true
-    }
-
-    /// True if the output table should end before `ikey`, so that no output overlaps too
-    /// many grandparent bytes (which would make its own compaction expensive).
-    pub fn should_stop_before(&mut self, ikey: &[u8]) -> bool {
-        while let Some(g) = self.grandparents.get(self.grandparent_index) {
-            if compare_internal_keys(ikey, &g.largest) != Ordering::Greater {
-                break;
-            }
-            if self.seen_key {
-                self.overlapped_bytes += g.size;
-            }
-            self.grandparent_index += 1;
-        }
-        self.seen_key = true;
-        if self.overlapped_bytes > self.max_grandparent_overlap() {
-            self.overlapped_bytes = 0;
-            true
-        } else {
-            false
         }
     }
 
@@ -284,11 +237,11 @@ fn setup_other_inputs(c: &mut Compaction) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::key::{ValueType, make_internal_key};
 
-    fn f(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMeta> {
+    pub(crate) fn f(number: u64, lo: &str, hi: &str, size: u64) -> Arc<FileMeta> {
         Arc::new(FileMeta::new(
             number,
             size,
@@ -297,7 +250,7 @@ mod tests {
         ))
     }
 
-    fn version(levels: Vec<(usize, Arc<FileMeta>)>) -> Arc<Version> {
+    pub(crate) fn version(levels: Vec<(usize, Arc<FileMeta>)>) -> Arc<Version> {
         let mut v = Version::default();
         for (l, file) in levels {
             v.levels[l].push(file);
@@ -378,25 +331,5 @@ mod tests {
         let taken: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
         assert_eq!(taken, [1, 2]);
         assert!(!c.is_trivial_move());
-    }
-
-    #[test]
-    fn base_level_and_stop_rules() {
-        let v = version(vec![
-            (1, f(1, "a", "z", 100)),
-            (3, f(2, "c", "d", 100)),
-            (3, f(3, "m", "n", 100)),
-        ]);
-        let mut c = range_compaction(&v, 1, None, None, 2 << 20).unwrap();
-        assert!(c.is_base_level_for_key(b"a"));
-        assert!(!c.is_base_level_for_key(b"c"));
-        assert!(c.is_base_level_for_key(b"e"));
-        assert!(!c.is_base_level_for_key(b"m"));
-        assert!(c.is_base_level_for_key(b"p"));
-        let mut g = Compaction::new(1, Arc::clone(&v), 10);
-        g.grandparents = vec![f(8, "b", "b", 60), f(9, "d", "d", 60)];
-        assert!(!g.should_stop_before(&make_internal_key(b"a", 1, ValueType::Value)));
-        assert!(!g.should_stop_before(&make_internal_key(b"c", 1, ValueType::Value)));
-        assert!(g.should_stop_before(&make_internal_key(b"e", 1, ValueType::Value)));
     }
 }

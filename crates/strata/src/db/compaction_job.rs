@@ -1,8 +1,15 @@
 //! The compaction job: merges a compaction's inputs into new tables of the next level,
 //! dropping what no snapshot can see (P2), and installs them. A waiting memtable flush
 //! runs first, between two entries, so writers stalled on it do not wait for the merge.
+//!
+//! A large compaction is cut into shards (`compaction/shard.rs`, H2) merged at once: the
+//! first by the background thread, each other by a helper thread of its own
+//! (`Options::max_subcompactions`). Only the background thread flushes memtables or
+//! touches the version set (V4); helpers only read the inputs and write their outputs,
+//! whose numbers sit in `pending_outputs` until the edit names them. The outputs of all
+//! shards, in shard order, form one edit: the compaction is installed whole or not at all.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
@@ -10,10 +17,10 @@ use super::LevelIter;
 use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::{compact_memtable, discard_table};
 use super::{DbInner, State};
-use crate::compaction::Compaction;
+use crate::compaction::{Compaction, Shard, shards};
 use crate::error::{Error, Result};
 use crate::iter::{BoxCursor, Cursor, MergingIter};
-use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType};
+use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key, user_key};
 use crate::sstable::{BlockReads, TableBuilder};
 use crate::version::FileMetaData;
 
@@ -71,9 +78,7 @@ pub(super) fn run_compaction<'a>(
     let smallest_snapshot = db.snapshots.oldest().unwrap_or(st.versions.last_seqnum);
     drop(st);
     let started = Instant::now();
-    let mut outputs: Vec<FileMetaData> = Vec::new();
-    let mut numbers: Vec<u64> = Vec::new();
-    let result = merge_inputs(db, &mut c, smallest_snapshot, &mut outputs, &mut numbers);
+    let (result, outputs, numbers) = merge_shards(db, &c, smallest_snapshot);
     st = db.lock();
     for n in &numbers {
         st.pending_outputs.remove(n);
@@ -127,6 +132,96 @@ pub(super) fn run_compaction<'a>(
     }
 }
 
+/// What merging one shard gave: the outcome, the tables finished, and the numbers of all
+/// tables begun (finished or not), which are in `pending_outputs`.
+struct ShardResult {
+    result: std::result::Result<(), Failure>,
+    outputs: Vec<FileMetaData>,
+    numbers: Vec<u64>,
+}
+
+/// Merges every shard of `c`, the first on this thread and each other on a helper thread,
+/// and gathers their outputs in shard order (H2). The first failure is the result; a
+/// failure stops the other shards at their next entry.
+fn merge_shards(
+    db: &DbInner,
+    c: &Compaction,
+    smallest_snapshot: u64,
+) -> (std::result::Result<(), Failure>, Vec<FileMetaData>, Vec<u64>) {
+    let min_bytes = 4 * c.max_output_file_size;
+    let mut all = shards(c, db.options.max_subcompactions, min_bytes).into_iter();
+    let first = all.next().unwrap_or_else(Shard::all);
+    let rest: Vec<Shard> = all.collect();
+    let abort = AtomicBool::new(false);
+    let run = |shard: Shard, flushes: bool| {
+        let mut r = ShardResult {
+            result: Ok(()),
+            outputs: Vec::new(),
+            numbers: Vec::new(),
+        };
+        r.result = merge_inputs(
+            db,
+            c,
+            shard,
+            smallest_snapshot,
+            flushes,
+            &abort,
+            &mut r.outputs,
+            &mut r.numbers,
+        );
+        if r.result.is_err() {
+            abort.store(true, Ordering::Release);
+        }
+        r
+    };
+    let results: Vec<ShardResult> = std::thread::scope(|scope| {
+        let helpers: Vec<_> = rest
+            .into_iter()
+            .map(|shard| {
+                let run = &run;
+                std::thread::Builder::new()
+                    .name("strata-sub".into())
+                    .spawn_scoped(scope, move || run(shard, false))
+            })
+            .collect();
+        let mut results = vec![run(first, true)];
+        for h in helpers {
+            results.push(match h {
+                Ok(handle) => handle.join().unwrap_or_else(|_| ShardResult {
+                    result: Err(Failure::Stop(Error::InvalidArgument(
+                        "a compaction helper thread panicked".into(),
+                    ))),
+                    outputs: Vec::new(),
+                    numbers: Vec::new(),
+                }),
+                Err(e) => ShardResult {
+                    result: Err(Failure::Stop(Error::io("spawn compaction helper thread", e))),
+                    outputs: Vec::new(),
+                    numbers: Vec::new(),
+                },
+            });
+        }
+        results
+    });
+    let mut result = Ok(());
+    let mut outputs = Vec::new();
+    let mut numbers = Vec::new();
+    for r in results {
+        // A shard stopped by another's failure reports "aborted": keep the real cause.
+        if result.is_ok() || matches!(&result, Err(Failure::Stop(Error::InvalidArgument(m))) if m == ABORTED) {
+            if let Err(f) = r.result {
+                result = Err(f);
+            }
+        }
+        outputs.extend(r.outputs);
+        numbers.extend(r.numbers);
+    }
+    (result, outputs, numbers)
+}
+
+/// Why a shard stopped when another one failed.
+const ABORTED: &str = "another shard of the compaction failed";
+
 fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
     let mut children: Vec<BoxCursor> = Vec::new();
     for (which, files) in c.inputs.iter().enumerate() {
@@ -149,18 +244,38 @@ fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
     Ok(MergingIter::new(children))
 }
 
-/// The merge itself. Errors reading the inputs are final (damaged or unreadable data is
-/// not retried); errors writing the outputs may pass ([`Failure::of_table_write`]).
+/// Places `input` on the first entry of `shard` (H2: its user keys above `lo`).
+fn seek_shard_start(input: &mut MergingIter, shard: &Shard) {
+    match shard.lo.as_deref() {
+        None => input.seek_to_first(),
+        Some(lo) => {
+            // The last internal key of `lo` sorts at (lo, seqnum 0, the lowest type);
+            // what is left of `lo` after it is skipped below.
+            input.seek(&make_internal_key(lo, 0, ValueType::Deletion));
+            while input.valid() && shard.is_before_start(user_key(input.key())) {
+                input.next();
+            }
+        }
+    }
+}
+
+/// The merge of one shard. Errors reading the inputs are final (damaged or unreadable
+/// data is not retried); errors writing the outputs may pass ([`Failure::of_table_write`]).
+/// Only the shard run with `flushes` (on the background thread) flushes a waiting memtable.
+#[expect(clippy::too_many_arguments, reason = "the merge's inputs and its two outputs")]
 fn merge_inputs(
     db: &DbInner,
-    c: &mut Compaction,
+    c: &Compaction,
+    mut shard: Shard,
     smallest_snapshot: u64,
+    flushes: bool,
+    abort: &AtomicBool,
     outputs: &mut Vec<FileMetaData>,
     numbers: &mut Vec<u64>,
 ) -> std::result::Result<(), Failure> {
     let out_err = Failure::of_table_write;
     let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
-    input.seek_to_first();
+    seek_shard_start(&mut input, &shard);
     let mut current: Option<Output> = None;
     // The user key of the previous entry (`has_current_user_key`: there was one); the
     // buffer is reused, not allocated per entry.
@@ -173,8 +288,11 @@ fn merge_inputs(
                 "database is closing".into(),
             )));
         }
+        if abort.load(Ordering::Relaxed) {
+            return Err(Failure::Stop(Error::InvalidArgument(ABORTED.into())));
+        }
         // A waiting memtable flush goes first: writers may be stalled on it.
-        if db.has_imm.load(Ordering::Acquire) {
+        if flushes && db.has_imm.load(Ordering::Acquire) {
             let st = compact_memtable(db, db.lock(), true);
             if let Some(e) = &st.bg_error {
                 return Err(Failure::Stop(e.clone()));
@@ -184,8 +302,11 @@ fn merge_inputs(
             }
         }
         let ikey = input.key();
+        if shard.is_past_end(user_key(ikey)) {
+            break;
+        }
         // Always asked: it tracks grandparent overlap as keys go by.
-        if c.should_stop_before(ikey)
+        if shard.should_stop_before(c, ikey)
             && let Some(out) = current.take()
         {
             outputs.push(finish_output(db, out).map_err(out_err)?);
@@ -212,7 +333,7 @@ fn merge_inputs(
         } else {
             parsed.ty == ValueType::Deletion
                 && parsed.seqnum <= smallest_snapshot
-                && c.is_base_level_for_key(parsed.user_key)
+                && shard.is_base_level_for_key(c, parsed.user_key)
         };
         last_seq_for_key = parsed.seqnum;
         if !drop_entry {

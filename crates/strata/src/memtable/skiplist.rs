@@ -37,6 +37,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use crate::coding::compare_bytes;
 use crate::key;
 
 /// Tallest tower a node can have: 4^12 = 16 M entries before search slows down.
@@ -134,7 +135,7 @@ impl<'k> Target<'k> {
 
     /// How `ikey` (a node's key) orders against the target.
     fn node_cmp(&self, ikey: &[u8]) -> CmpOrdering {
-        match key::user_key(ikey).cmp(self.user_key) {
+        match compare_bytes(key::user_key(ikey), self.user_key) {
             CmpOrdering::Equal => self.tag.cmp(&key::tag(ikey)),
             ord => ord,
         }

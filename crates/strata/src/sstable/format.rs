@@ -7,6 +7,8 @@
 //! trailer     := compression type u8 | masked crc32c(block bytes, type) fixed32
 //! ```
 
+use std::cell::RefCell;
+
 use crate::checksum;
 use crate::coding::{Decoder, decode_fixed32, decode_fixed64, put_fixed64, put_varint64};
 use crate::env::RandomAccessFile;
@@ -131,6 +133,17 @@ fn max_uncompressed(stored: usize) -> usize {
     stored.saturating_mul(32).saturating_add(1024)
 }
 
+/// Blocks up to this size are read into a per-thread scratch buffer (so a read neither
+/// allocates nor zeroes); larger ones into a buffer of their own, so no thread keeps a
+/// large buffer after reading one large value.
+const SCRATCH_LIMIT: usize = 256 << 10;
+
+thread_local! {
+    /// Where blocks are read before they are uncompressed (or copied out): reused across
+    /// reads, zeroed only when it grows.
+    static SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+}
+
 /// Reads the block at `handle` from a file of `file_size` bytes, checks its trailer
 /// (when `verify_checksum`) and uncompresses it. Errors name `file_name` and the offset.
 pub fn read_block(
@@ -140,43 +153,71 @@ pub fn read_block(
     handle: BlockHandle,
     verify_checksum: bool,
 ) -> Result<Vec<u8>> {
-    let located = |what: String| Error::corruption(file_name, handle.offset, what);
     let end = handle
         .offset
         .checked_add(handle.size)
         .and_then(|e| e.checked_add(BLOCK_TRAILER_SIZE as u64))
         .filter(|&e| e <= file_size)
         .ok_or_else(|| {
-            located(format!(
-                "block handle ({} + {} bytes) runs past the end of the {file_size}-byte file",
-                handle.offset, handle.size
-            ))
+            Error::corruption(
+                file_name,
+                handle.offset,
+                format!(
+                    "block handle ({} + {} bytes) runs past the end of the {file_size}-byte file",
+                    handle.offset, handle.size
+                ),
+            )
         })?;
     let n = (end - handle.offset) as usize;
-    let mut buf = vec![0u8; n];
-    let got = file.read_at(handle.offset, &mut buf)?;
-    if got != n {
-        return Err(located(format!("truncated block read: {got} of {n} bytes")));
+    let read_into = |buf: &mut Vec<u8>| -> Result<Vec<u8>> {
+        // Only growth is zeroed: the bytes past the old length.
+        buf.resize(n, 0);
+        let got = file.read_at(handle.offset, buf)?;
+        if got != n {
+            return Err(Error::corruption(
+                file_name,
+                handle.offset,
+                format!("truncated block read: {got} of {n} bytes"),
+            ));
+        }
+        decode_block(file_name, handle, buf, verify_checksum)
+    };
+    if n <= SCRATCH_LIMIT {
+        // `try_borrow_mut` cannot fail (nothing here reads a block while holding the
+        // scratch), but if it did, a fresh buffer is as good.
+        let scratch = SCRATCH.with(|s| s.try_borrow_mut().ok().map(|mut b| read_into(&mut b)));
+        if let Some(r) = scratch {
+            return r;
+        }
     }
+    read_into(&mut Vec::new())
+}
+
+/// Checks the trailer of `stored` (the block at `handle` followed by its trailer) when
+/// `verify_checksum`, and returns the block's contents, uncompressed.
+fn decode_block(
+    file_name: &str,
+    handle: BlockHandle,
+    stored: &[u8],
+    verify_checksum: bool,
+) -> Result<Vec<u8>> {
+    let located = |what: String| Error::corruption(file_name, handle.offset, what);
     let size = handle.size as usize;
-    let ty = buf[size];
+    let ty = stored[size];
     if verify_checksum {
-        let stored = checksum::unmask(decode_fixed32(&buf[size + 1..]).unwrap_or(0));
-        let actual = checksum::extend(checksum::crc32c(&buf[..size]), &[ty]);
-        if stored != actual {
+        let crc = checksum::unmask(decode_fixed32(&stored[size + 1..]).unwrap_or(0));
+        let actual = checksum::extend(checksum::crc32c(&stored[..size]), &[ty]);
+        if crc != actual {
             return Err(located(format!(
-                "block checksum mismatch: stored {stored:#010x}, computed {actual:#010x}"
+                "block checksum mismatch: stored {crc:#010x}, computed {actual:#010x}"
             )));
         }
     }
     match ty {
-        0 => {
-            buf.truncate(size);
-            Ok(buf)
-        }
+        0 => Ok(stored[..size].to_vec()),
         1 => {
-            let stored = &buf[..size];
-            let len = snap::raw::decompress_len(stored)
+            let compressed = &stored[..size];
+            let len = snap::raw::decompress_len(compressed)
                 .map_err(|e| located(format!("bad Snappy header: {e}")))?;
             if len > max_uncompressed(size) {
                 return Err(located(format!(
@@ -184,7 +225,7 @@ pub fn read_block(
                 )));
             }
             snap::raw::Decoder::new()
-                .decompress_vec(stored)
+                .decompress_vec(compressed)
                 .map_err(|e| located(format!("bad Snappy block: {e}")))
         }
         other => Err(located(format!("unknown block compression type {other}"))),
@@ -232,6 +273,36 @@ mod tests {
         let crc = checksum::crc32c(&v);
         v.extend_from_slice(&checksum::mask(crc).to_le_bytes());
         v
+    }
+
+    #[test]
+    fn reads_of_every_size_reuse_no_stale_bytes() {
+        // Small and large blocks (above the scratch buffer's limit) in turn, each
+        // shorter than the one before at some point: every read returns exactly its
+        // block, never bytes left over from an earlier, longer read.
+        for len in [
+            5000,
+            10,
+            SCRATCH_LIMIT + 1000,
+            3,
+            SCRATCH_LIMIT - 5,
+            0,
+            70_000,
+            1,
+        ] {
+            let contents: Vec<u8> = (0..len).map(|i| (i * 7 + len) as u8).collect();
+            let file = stored_block(&contents, 0);
+            let h = BlockHandle {
+                offset: 0,
+                size: len as u64,
+            };
+            let got = read_block(&file, "t.ldb", file.len() as u64, h, true).unwrap();
+            assert_eq!(got, contents, "{len}");
+            // A truncated file after a longer read: an error, not the scratch's bytes.
+            let short = &file[..file.len() - 1];
+            let err = read_block(&short.to_vec(), "t.ldb", file.len() as u64, h, true);
+            assert!(err.is_err(), "{len}");
+        }
     }
 
     #[test]

@@ -1,0 +1,204 @@
+//! Shards: one compaction's key space cut into ranges that separate threads merge at the
+//! same time (RocksDB calls them subcompactions), and the rules each merge keeps as keys go
+//! by (when to end an output table, whether a tombstone can go).
+//!
+//! Invariants:
+//! - H2 shards cut the user-key space into consecutive ranges: shard `i` holds the user
+//!   keys above `shards[i - 1].hi` up to and including its own `hi` (the last shard has no
+//!   upper bound). Every version of a user key therefore falls in one shard, so P2 needs no
+//!   knowledge of another shard, and the outputs of shard `i` all sort before those of
+//!   shard `i + 1`: appended in shard order they form a valid level (V1).
+//! - H3 cuts are user keys at which an input table of a sorted level ends, so each shard
+//!   reads whole tables of that level (and its share of level-0 tables).
+
+use std::cmp::Ordering;
+
+use super::Compaction;
+use crate::key::{compare_internal_keys, user_key};
+use crate::version::NUM_LEVELS;
+
+/// One shard of a compaction: its key range and the merge's running state in it.
+#[derive(Debug, Clone, Default)]
+pub struct Shard {
+    /// User keys above this one (exclusive); `None`: from the start.
+    pub lo: Option<Vec<u8>>,
+    /// User keys up to this one (inclusive); `None`: to the end.
+    pub hi: Option<Vec<u8>>,
+    grandparent_index: usize,
+    seen_key: bool,
+    overlapped_bytes: u64,
+    level_ptrs: [usize; NUM_LEVELS],
+}
+
+impl Shard {
+    /// The whole key space.
+    pub fn all() -> Self {
+        Shard::default()
+    }
+
+    /// True if `user_key` lies past the shard's end.
+    pub fn is_past_end(&self, user_key: &[u8]) -> bool {
+        self.hi.as_deref().is_some_and(|hi| user_key > hi)
+    }
+
+    /// True if `user_key` lies before the shard's start.
+    pub fn is_before_start(&self, user_key: &[u8]) -> bool {
+        self.lo.as_deref().is_some_and(|lo| user_key <= lo)
+    }
+
+    /// True if no level below the output holds `key`, so a tombstone for it can go (P2).
+    /// Calls must come in increasing key order.
+    pub fn is_base_level_for_key(&mut self, c: &Compaction, key: &[u8]) -> bool {
+        for level in c.level + 2..NUM_LEVELS {
+            let files = &c.version.levels[level];
+            while let Some(f) = files.get(self.level_ptrs[level]) {
+                let (lo, hi) = f.user_range();
+                if key <= hi {
+                    if key >= lo {
+                        return false;
+                    }
+                    break;
+                }
+                self.level_ptrs[level] += 1;
+            }
+        }
+        true
+    }
+
+    /// True if the output table should end before `ikey`, so that no output overlaps too
+    /// many grandparent bytes (which would make its own compaction expensive).
+    pub fn should_stop_before(&mut self, c: &Compaction, ikey: &[u8]) -> bool {
+        while let Some(g) = c.grandparents.get(self.grandparent_index) {
+            if compare_internal_keys(ikey, &g.largest) != Ordering::Greater {
+                break;
+            }
+            if self.seen_key {
+                self.overlapped_bytes += g.size;
+            }
+            self.grandparent_index += 1;
+        }
+        self.seen_key = true;
+        if self.overlapped_bytes > c.max_grandparent_overlap() {
+            self.overlapped_bytes = 0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// Cuts `c` into at most `max` shards of about equal input bytes (H2, H3). A compaction
+/// smaller than `min_bytes`, or with no sorted input level of two tables or more, is one
+/// shard.
+pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
+    // The sorted level with the most tables says where the data lies.
+    let sorted = c
+        .inputs
+        .iter()
+        .enumerate()
+        .filter(|(which, _)| c.level + which > 0)
+        .map(|(_, files)| files)
+        .max_by_key(|files| files.len());
+    let files = match sorted {
+        Some(files) if max > 1 && files.len() >= 2 && c.input_bytes() >= min_bytes => files,
+        _ => return vec![Shard::all()],
+    };
+    let total: u64 = files.iter().map(|f| f.size).sum();
+    let mut cuts: Vec<Vec<u8>> = Vec::new();
+    let mut sum = 0u64;
+    // A cut after table i when the bytes so far reach the next share; never after the
+    // last table (it would leave an empty shard).
+    for f in &files[..files.len() - 1] {
+        sum += f.size;
+        let next_share = total * (cuts.len() as u64 + 1) / max as u64;
+        if cuts.len() + 1 < max && sum >= next_share {
+            let cut = user_key(&f.largest).to_vec();
+            if cuts.last().is_none_or(|last| *last < cut) {
+                cuts.push(cut);
+            }
+        }
+    }
+    let mut out = Vec::with_capacity(cuts.len() + 1);
+    let mut lo = None;
+    for cut in cuts {
+        out.push(Shard {
+            lo: lo.take(),
+            hi: Some(cut.clone()),
+            ..Shard::default()
+        });
+        lo = Some(cut);
+    }
+    out.push(Shard {
+        lo,
+        hi: None,
+        ..Shard::default()
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compaction::range_compaction;
+    use crate::compaction::picker::tests::{f, version};
+    use crate::key::{ValueType, make_internal_key};
+    use std::sync::Arc;
+
+    #[test]
+    fn base_level_and_stop_rules() {
+        let v = version(vec![
+            (1, f(1, "a", "z", 100)),
+            (3, f(2, "c", "d", 100)),
+            (3, f(3, "m", "n", 100)),
+        ]);
+        let c = range_compaction(&v, 1, None, None, 2 << 20).unwrap();
+        let mut s = Shard::all();
+        assert!(s.is_base_level_for_key(&c, b"a"));
+        assert!(!s.is_base_level_for_key(&c, b"c"));
+        assert!(s.is_base_level_for_key(&c, b"e"));
+        assert!(!s.is_base_level_for_key(&c, b"m"));
+        assert!(s.is_base_level_for_key(&c, b"p"));
+        let mut g = Compaction::new(1, Arc::clone(&v), 10);
+        g.grandparents = vec![f(8, "b", "b", 60), f(9, "d", "d", 60)];
+        let mut s = Shard::all();
+        let k = |u: &[u8]| make_internal_key(u, 1, ValueType::Value);
+        assert!(!s.should_stop_before(&g, &k(b"a")));
+        assert!(!s.should_stop_before(&g, &k(b"c")));
+        assert!(s.should_stop_before(&g, &k(b"e")));
+    }
+
+    #[test]
+    fn shards_cut_at_table_ends_in_equal_shares() {
+        // Level 0 spans everything; level 1 has four tables of 100 bytes.
+        let v = version(vec![
+            (0, f(1, "a", "z", 50)),
+            (1, f(2, "a", "e", 100)),
+            (1, f(3, "f", "j", 100)),
+            (1, f(4, "k", "o", 100)),
+            (1, f(5, "p", "z", 100)),
+        ]);
+        let c = range_compaction(&v, 0, None, None, 2 << 20).unwrap();
+        assert_eq!(c.inputs[1].len(), 4);
+        let two = shards(&c, 2, 0);
+        let bounds: Vec<_> = two.iter().map(|s| (s.lo.clone(), s.hi.clone())).collect();
+        assert_eq!(
+            bounds,
+            vec![(None, Some(b"j".to_vec())), (Some(b"j".to_vec()), None)]
+        );
+        assert!(two[0].is_before_start(b"") == false && two[0].is_past_end(b"j\0"));
+        assert!(two[1].is_before_start(b"j") && !two[1].is_before_start(b"j\0"));
+        // Never more shards than tables, and never an empty last one.
+        assert_eq!(shards(&c, 8, 0).len(), 4);
+        // Too small, or one shard asked for: the whole range.
+        assert_eq!(shards(&c, 2, 10_000).len(), 1);
+        assert_eq!(shards(&c, 1, 0).len(), 1);
+        assert!(shards(&c, 1, 0)[0].lo.is_none() && shards(&c, 1, 0)[0].hi.is_none());
+    }
+
+    #[test]
+    fn level_zero_alone_is_one_shard() {
+        let v = version(vec![(0, f(1, "a", "m", 50)), (0, f(2, "c", "z", 50))]);
+        let c = range_compaction(&v, 0, None, None, 2 << 20).unwrap();
+        assert_eq!(shards(&c, 4, 0).len(), 1);
+    }
+}
