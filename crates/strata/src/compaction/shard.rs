@@ -139,8 +139,8 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compaction::range_compaction;
     use crate::compaction::picker::tests::{f, version};
+    use crate::compaction::range_compaction;
     use crate::key::{ValueType, make_internal_key};
     use std::sync::Arc;
 
@@ -185,7 +185,7 @@ mod tests {
             bounds,
             vec![(None, Some(b"j".to_vec())), (Some(b"j".to_vec()), None)]
         );
-        assert!(two[0].is_before_start(b"") == false && two[0].is_past_end(b"j\0"));
+        assert!(!two[0].is_before_start(b"") && two[0].is_past_end(b"j\0"));
         assert!(two[1].is_before_start(b"j") && !two[1].is_before_start(b"j\0"));
         // Never more shards than tables, and never an empty last one.
         assert_eq!(shards(&c, 8, 0).len(), 4);

@@ -78,8 +78,9 @@ pub(super) fn run_compaction<'a>(
     let smallest_snapshot = db.snapshots.oldest().unwrap_or(st.versions.last_seqnum);
     drop(st);
     let started = Instant::now();
-    let (result, outputs, numbers) = merge_shards(db, &c, smallest_snapshot);
+    let (result, outputs, numbers, shard_count) = merge_shards(db, &c, smallest_snapshot);
     st = db.lock();
+    st.helper_shards += shard_count as u64 - 1;
     for n in &numbers {
         st.pending_outputs.remove(n);
     }
@@ -147,7 +148,12 @@ fn merge_shards(
     db: &DbInner,
     c: &Compaction,
     smallest_snapshot: u64,
-) -> (std::result::Result<(), Failure>, Vec<FileMetaData>, Vec<u64>) {
+) -> (
+    std::result::Result<(), Failure>,
+    Vec<FileMetaData>,
+    Vec<u64>,
+    usize,
+) {
     let min_bytes = 4 * c.max_output_file_size;
     let mut all = shards(c, db.options.max_subcompactions, min_bytes).into_iter();
     let first = all.next().unwrap_or_else(Shard::all);
@@ -195,7 +201,10 @@ fn merge_shards(
                     numbers: Vec::new(),
                 }),
                 Err(e) => ShardResult {
-                    result: Err(Failure::Stop(Error::io("spawn compaction helper thread", e))),
+                    result: Err(Failure::Stop(Error::io(
+                        "spawn compaction helper thread",
+                        e,
+                    ))),
                     outputs: Vec::new(),
                     numbers: Vec::new(),
                 },
@@ -203,20 +212,24 @@ fn merge_shards(
         }
         results
     });
+    let count = results.len();
     let mut result = Ok(());
     let mut outputs = Vec::new();
     let mut numbers = Vec::new();
     for r in results {
         // A shard stopped by another's failure reports "aborted": keep the real cause.
-        if result.is_ok() || matches!(&result, Err(Failure::Stop(Error::InvalidArgument(m))) if m == ABORTED) {
-            if let Err(f) = r.result {
-                result = Err(f);
-            }
+        let replaceable = match &result {
+            Ok(()) => true,
+            Err(Failure::Stop(Error::InvalidArgument(m))) => m == ABORTED,
+            Err(_) => false,
+        };
+        if replaceable && let Err(f) = r.result {
+            result = Err(f);
         }
         outputs.extend(r.outputs);
         numbers.extend(r.numbers);
     }
-    (result, outputs, numbers)
+    (result, outputs, numbers, count)
 }
 
 /// Why a shard stopped when another one failed.
@@ -262,7 +275,10 @@ fn seek_shard_start(input: &mut MergingIter, shard: &Shard) {
 /// The merge of one shard. Errors reading the inputs are final (damaged or unreadable
 /// data is not retried); errors writing the outputs may pass ([`Failure::of_table_write`]).
 /// Only the shard run with `flushes` (on the background thread) flushes a waiting memtable.
-#[expect(clippy::too_many_arguments, reason = "the merge's inputs and its two outputs")]
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the merge's inputs and its two outputs"
+)]
 fn merge_inputs(
     db: &DbInner,
     c: &Compaction,

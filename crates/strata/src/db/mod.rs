@@ -132,6 +132,8 @@ struct State {
     pending_outputs: HashSet<u64>,
     level_stats: [LevelStats; NUM_LEVELS],
     stall_micros: u64,
+    /// Compaction shards merged by helper threads.
+    helper_shards: u64,
     slowdowns: u64,
     stops: u64,
     flushes: u64,

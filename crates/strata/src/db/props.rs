@@ -81,6 +81,11 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
                 c.compaction_bytes_written
             );
             let _ = writeln!(s, "compaction_seconds: {:.3}", c.compaction_seconds);
+            let _ = writeln!(
+                s,
+                "compaction_helper_shards: {}",
+                c.compaction_helper_shards
+            );
             let _ = writeln!(s, "stall_slowdowns: {}", c.stall_slowdowns);
             let _ = writeln!(s, "stall_stops: {}", c.stall_stops);
             let _ = writeln!(s, "stall_seconds: {:.3}", c.stall_seconds);
@@ -128,6 +133,8 @@ pub struct Counters {
     pub compaction_bytes_written: u64,
     /// Seconds the background thread spent in flushes and compactions.
     pub compaction_seconds: f64,
+    /// Compaction shards merged by helper threads (`Options::max_subcompactions`).
+    pub compaction_helper_shards: u64,
     /// Writes delayed 1 ms because level 0 was filling.
     pub stall_slowdowns: u64,
     /// Writes that waited for a flush or for level 0 to drain.
@@ -144,6 +151,7 @@ pub(super) fn counters(st: &super::State) -> Counters {
         compaction_bytes_read: total(|l| l.bytes_read),
         compaction_bytes_written: total(|l| l.bytes_written),
         compaction_seconds: total(|l| l.micros) as f64 / 1e6,
+        compaction_helper_shards: st.helper_shards,
         stall_slowdowns: st.slowdowns,
         stall_stops: st.stops,
         stall_seconds: st.stall_micros as f64 / 1e6,

@@ -152,6 +152,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             pending_outputs: HashSet::new(),
             level_stats: [LevelStats::default(); NUM_LEVELS],
             stall_micros: 0,
+            helper_shards: 0,
             slowdowns: 0,
             stops: 0,
             flushes: 0,

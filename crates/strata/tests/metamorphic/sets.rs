@@ -1,7 +1,8 @@
 //! The option sets one log runs under. Each must show exactly what the model shows; the
 //! sets differ in everything that should not matter: memtable, block and table sizes,
 //! restart interval, compression, Bloom filters, cache size, open-file limit, checksum
-//! verification on reads, paranoid checks, and the real filesystem against `MemEnv`.
+//! verification on reads, paranoid checks, compaction shards (1 to 4), the log written
+//! through a memory map or with `write(2)`, and the real filesystem against `MemEnv`.
 
 use std::time::Duration;
 
@@ -41,6 +42,7 @@ pub fn all() -> Vec<OptionSet> {
         max_open_files: 20,
         bloom_bits_per_key: Some(10),
         compression: Compression::None,
+        max_subcompactions: 4,
         ..Options::default()
     };
     let small_snappy = Options {
@@ -50,6 +52,8 @@ pub fn all() -> Vec<OptionSet> {
         max_file_size: 32 << 10,
         block_cache: Some(BlockCache::new(64 << 10)),
         compression: Compression::Snappy,
+        max_subcompactions: 3,
+        mmap_wal: false,
         ..Options::default()
     };
     let large_plain = Options {
@@ -70,6 +74,7 @@ pub fn all() -> Vec<OptionSet> {
         max_file_size: 8 << 10,
         bloom_bits_per_key: Some(1),
         background_retry_interval: Duration::from_millis(10),
+        max_subcompactions: 1,
         ..Options::default()
     };
     vec![
