@@ -810,6 +810,7 @@ mod tests {
             compression: true,
             mmap_write: true,
             subcompactions: 2,
+            memtable_run_size: 4 << 20,
         };
         let mut runner = Runner::new(&flags, kind, dir.path().join("db"), settings);
         for name in [

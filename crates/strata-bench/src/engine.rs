@@ -29,6 +29,8 @@ pub struct Settings {
     /// Threads that merge one compaction at once (Strata's `max_subcompactions`); other
     /// engines ignore it.
     pub subcompactions: usize,
+    /// Strata's `memtable_run_size` (0: one run); other engines ignore it.
+    pub memtable_run_size: usize,
 }
 
 /// One write of a batch: a put (`Some(value)`) or a delete.
@@ -178,6 +180,7 @@ pub mod strata_engine {
                 block_cache: Some(strata::cache::BlockCache::new(s.cache_size)),
                 mmap_wal: s.mmap_write,
                 max_subcompactions: s.subcompactions,
+                memtable_run_size: s.memtable_run_size,
                 ..Options::default()
             };
             let db = Db::open(dir, options)

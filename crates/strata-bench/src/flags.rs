@@ -74,6 +74,10 @@ pub struct Flags {
     /// engines ignore it).
     #[arg(long = "subcompactions", default_value_t = 2)]
     pub subcompactions: usize,
+    /// Strata: a write buffer larger than this is cut into runs of at least this many
+    /// bytes (0: one run). Other engines ignore it.
+    #[arg(long = "memtable_run_size", default_value_t = 4 << 20)]
+    pub memtable_run_size: usize,
     /// Block compression (Snappy).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub compression: bool,

@@ -81,6 +81,7 @@ fn settings(f: &Flags) -> Settings {
         open_files: f.open_files,
         mmap_write: f.mmap_write,
         subcompactions: f.subcompactions,
+        memtable_run_size: f.memtable_run_size,
         compression: f.compression,
     }
 }

@@ -77,6 +77,11 @@ pub struct Options {
     /// compaction it waits for ends sooner. Outputs and their order are the same whatever
     /// the count, up to where output tables are cut.
     pub max_subcompactions: usize,
+    /// A write buffer larger than this is cut into runs of at least this many bytes (at
+    /// most 16 runs), so that inserts stay in the CPU caches however large the buffer
+    /// (default 4 MiB; 0: one run, as LevelDB). Lookups skip runs through a Bloom filter
+    /// per run; iterators and flushes merge them.
+    pub memtable_run_size: usize,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,
 }
@@ -110,6 +115,7 @@ impl Default for Options {
             background_retry_interval: Duration::from_secs(1),
             mmap_wal: true,
             max_subcompactions: 2,
+            memtable_run_size: crate::memtable::MIN_RUN_BYTES,
             env: Arc::new(DiskEnv::new()),
         }
     }

@@ -196,6 +196,14 @@ impl DbInner {
         }
     }
 
+    /// An empty memtable cut into runs as the options ask.
+    fn new_memtable(&self) -> MemTable {
+        MemTable::for_write_buffer(
+            self.options.write_buffer_size,
+            self.options.memtable_run_size,
+        )
+    }
+
     /// Creates write-ahead log `number` (mapped unless `Options::mmap_wal` is off).
     fn new_log_file(&self, number: u64) -> Result<Box<dyn WritableFile>> {
         let path = filename::log(&self.dir, number);

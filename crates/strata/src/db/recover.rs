@@ -137,7 +137,10 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         table_cache,
         snapshots: Arc::new(SnapshotList::default()),
         state: Mutex::new(State {
-            mem: Arc::new(MemTable::new()),
+            mem: Arc::new(MemTable::for_write_buffer(
+                options.write_buffer_size,
+                options.memtable_run_size,
+            )),
             imm: None,
             log: None,
             log_file_number: 0,
@@ -231,7 +234,7 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
         })
         .collect();
     logs.sort_unstable();
-    let mut mem = Arc::new(MemTable::new());
+    let mut mem = Arc::new(db.new_memtable());
     let mut max_seq = 0u64;
     let mut stopped = false;
     let mode = db.options.effective_recovery_mode();
@@ -310,7 +313,7 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
             }
             if mem.approximate_memory_usage() > db.options.write_buffer_size {
                 flush_recovered(db, &mem, edit)?;
-                mem = Arc::new(MemTable::new());
+                mem = Arc::new(db.new_memtable());
             }
         }
     }

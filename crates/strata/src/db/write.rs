@@ -19,7 +19,6 @@ use crate::log::LogWriter;
 
 /// The write-ahead log as the state holds it.
 type Log = LogWriter<dyn crate::env::WritableFile>;
-use crate::memtable::MemTable;
 use crate::version::{L0_SLOWDOWN_TRIGGER, L0_STOP_TRIGGER};
 
 /// Largest group the leader builds, in encoded bytes.
@@ -226,7 +225,7 @@ pub(super) fn make_room_for_write<'a>(
                 Ok(new) => {
                     st.log = Some(new);
                     st.log_file_number = number;
-                    let full = std::mem::replace(&mut st.mem, Arc::new(MemTable::new()));
+                    let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
                     st.imm = Some(full);
                     db.has_imm.store(true, Ordering::Release);
                     force = false;

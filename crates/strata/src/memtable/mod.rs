@@ -1,29 +1,48 @@
 //! [`MemTable`]: recent writes, sorted by internal key, in memory.
 //!
-//! An arena skip list ([`skiplist`]): each entry (internal key and value) is one arena
-//! allocation beside its skip-list node. The write-group leader inserts while any number of
-//! readers look up and iterate with no lock. Entries are never removed; a full memtable is
-//! frozen (becomes immutable), flushed to a level-0 table and dropped, all its memory at
-//! once, when the last reader lets go of it.
+//! Made of runs: arena skip lists ([`skiplist`]), each entry (internal key and value) one
+//! arena allocation beside its node. The write-group leader inserts into the newest run
+//! while any number of readers look up and iterate with no lock. A write buffer larger than
+//! [`MIN_RUN_BYTES`] is cut into up to [`MAX_RUNS`] runs: when the newest run reaches its
+//! share, it is frozen and a new one takes the inserts. A skip list's insert misses the CPU
+//! caches more the larger it grows (measured here: about 0.5 us per random insert into a
+//! 4 MiB list, 1.8 us at 32 MiB, 2.3 us at 120 MiB), so a large write buffer made of
+//! cache-sized runs takes writes as fast as a small one. A lookup tries the runs newest
+//! first; frozen runs keep a Bloom filter of their user keys ([`run_filter`]), so a key
+//! absent from them costs a probe each, not a search. Iterators and flushes merge the runs.
+//! Entries are never removed; a full memtable is frozen (becomes immutable), flushed to a
+//! level-0 table and dropped, all its memory at once, when the last reader lets go of it.
 //!
 //! Invariants:
 //! - M1 one writer at a time (the database's write path guarantees it; the skip list also
 //!   serializes inserts itself, S2); readers any time.
 //! - M2 each (user key, seqnum) is inserted at most once, so internal keys are unique.
 //! - M3 `approximate_memory_usage` only grows; it counts the bytes of every entry's node
-//!   (key, value, tower, alignment), so a write buffer of N bytes holds about N bytes of
-//!   memory (plus at most one 32 KiB arena block). A new memtable counts only its head
-//!   node, far below the smallest write buffer: a fresh memtable is never "full".
+//!   (key, value, tower, alignment) and of the run filters, so a write buffer of N bytes
+//!   holds about N bytes of memory (plus at most one 32 KiB arena block per run). A new
+//!   memtable counts only its head node, far below the smallest write buffer: a fresh
+//!   memtable is never "full".
+//! - M4 runs are in seqnum order: every entry of a run has a higher seqnum than every entry
+//!   of the runs before it (one writer, seqnums increasing), so the newest run holding a
+//!   visible version of a key holds the newest visible version.
 
+mod run_filter;
 mod skiplist;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
-use crate::iter::Cursor;
+use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::{SeqNum, ValueType, pack_tag};
+use run_filter::{KeyHash, RunFilter};
 use skiplist::SkipList;
+
+/// The default smallest run (`Options::memtable_run_size`): a write buffer up to this size
+/// is one run (a list this large still inserts at about the speed of a small one here).
+pub const MIN_RUN_BYTES: usize = 4 << 20;
+/// Most runs a memtable is cut into.
+pub const MAX_RUNS: usize = 16;
 
 /// What a memtable knows about a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,30 +53,110 @@ pub enum Lookup {
     Deleted,
 }
 
-/// A sorted in-memory table of internal keys and values.
-#[derive(Debug, Default)]
-pub struct MemTable {
+/// One run: a skip list, and the Bloom filter of its user keys when the memtable has
+/// several runs.
+#[derive(Debug, Clone)]
+struct Run {
     list: Arc<SkipList>,
+    filter: Option<Arc<RunFilter>>,
+}
+
+impl Run {
+    fn new(filter_bytes: Option<usize>) -> Self {
+        Run {
+            list: Arc::new(SkipList::new()),
+            filter: filter_bytes.map(|b| Arc::new(RunFilter::new(b))),
+        }
+    }
+
+    fn memory_usage(&self) -> usize {
+        self.list.memory_usage() + self.filter.as_ref().map_or(0, |f| f.memory_usage())
+    }
+}
+
+/// A sorted in-memory table of internal keys and values.
+#[derive(Debug)]
+pub struct MemTable {
+    /// The runs, oldest first; the last takes inserts (M4). Replaced whole when a run is
+    /// frozen, so a reader holds a fixed set.
+    runs: Mutex<Arc<Vec<Run>>>,
+    /// Bytes at which the newest run is frozen; `None`: one run.
+    run_bytes: Option<usize>,
+}
+
+impl Default for MemTable {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl MemTable {
-    /// An empty memtable.
+    /// An empty memtable of one run.
     pub fn new() -> Self {
-        Self::default()
+        MemTable {
+            runs: Mutex::new(Arc::new(vec![Run::new(None)])),
+            run_bytes: None,
+        }
+    }
+
+    /// An empty memtable for a write buffer of `write_buffer_size` bytes: cut into runs of
+    /// at least `min_run` bytes (and at most [`MAX_RUNS`] runs) when it is larger than
+    /// that; `min_run == 0` keeps one run.
+    pub fn for_write_buffer(write_buffer_size: usize, min_run: usize) -> Self {
+        let run = min_run.max(write_buffer_size.div_ceil(MAX_RUNS));
+        if min_run == 0 || run >= write_buffer_size {
+            return Self::new();
+        }
+        MemTable {
+            runs: Mutex::new(Arc::new(vec![Run::new(Some(run))])),
+            run_bytes: Some(run),
+        }
+    }
+
+    fn runs(&self) -> Arc<Vec<Run>> {
+        Arc::clone(&self.runs.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// Adds an entry. Requires: M1, M2.
     pub fn add(&self, seqnum: SeqNum, ty: ValueType, user_key: &[u8], value: &[u8]) {
-        self.list.insert(user_key, pack_tag(seqnum, ty), value);
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        self.add_to(&mut runs, seqnum, ty, user_key, value);
+    }
+
+    /// Adds an entry to the newest run, first freezing it if it is full.
+    fn add_to(
+        &self,
+        runs: &mut Arc<Vec<Run>>,
+        seqnum: SeqNum,
+        ty: ValueType,
+        user_key: &[u8],
+        value: &[u8],
+    ) {
+        if let Some(limit) = self.run_bytes
+            && runs
+                .last()
+                .is_some_and(|r| r.list.memory_usage() >= limit && !r.list.is_empty())
+        {
+            let mut next = Vec::clone(runs);
+            next.push(Run::new(Some(limit)));
+            *runs = Arc::new(next);
+        }
+        if let Some(run) = runs.last() {
+            if let Some(f) = &run.filter {
+                f.add(KeyHash::of(user_key));
+            }
+            run.list.insert(user_key, pack_tag(seqnum, ty), value);
+        }
     }
 
     /// Adds every operation of `batch`, the first at the batch's seqnum. Stops at the
     /// first malformed record (batches from disk are checked before they get here).
     pub fn insert_batch(&self, batch: &WriteBatch) -> Result<()> {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         for (seqnum, op) in (batch.seqnum()..).zip(batch.iter()) {
             match op? {
-                BatchOp::Put(k, v) => self.add(seqnum, ValueType::Value, k, v),
-                BatchOp::Delete(k) => self.add(seqnum, ValueType::Deletion, k, &[]),
+                BatchOp::Put(k, v) => self.add_to(&mut runs, seqnum, ValueType::Value, k, v),
+                BatchOp::Delete(k) => self.add_to(&mut runs, seqnum, ValueType::Deletion, k, &[]),
             }
         }
         Ok(())
@@ -65,43 +164,70 @@ impl MemTable {
 
     /// The newest version of `user_key` with a seqnum at most `seqnum`, if any.
     pub fn get(&self, user_key: &[u8], seqnum: SeqNum) -> Option<Lookup> {
-        let (tag, value) = self
-            .list
-            .get(user_key, pack_tag(seqnum, ValueType::Value))?;
-        Some(if tag & 0xff == ValueType::Value as u64 {
-            Lookup::Value(value.to_vec())
-        } else {
-            Lookup::Deleted
-        })
+        let runs = self.runs();
+        let tag = pack_tag(seqnum, ValueType::Value);
+        let hash = (runs.len() > 1).then(|| KeyHash::of(user_key));
+        let newest = runs.len() - 1;
+        // M4: newest run first; the first that holds a visible version answers.
+        for (i, run) in runs.iter().enumerate().rev() {
+            if i != newest
+                && let (Some(f), Some(h)) = (&run.filter, hash)
+                && !f.may_contain(h)
+            {
+                continue;
+            }
+            if let Some((tag, value)) = run.list.get(user_key, tag) {
+                return Some(if tag & 0xff == ValueType::Value as u64 {
+                    Lookup::Value(value.to_vec())
+                } else {
+                    Lookup::Deleted
+                });
+            }
+        }
+        None
     }
 
-    /// Bytes of memory the memtable's entries take (M3).
+    /// Bytes of memory the memtable's entries and run filters take (M3).
     pub fn approximate_memory_usage(&self) -> usize {
-        self.list.memory_usage()
+        self.runs().iter().map(Run::memory_usage).sum()
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.list.len()
+        self.runs().iter().map(|r| r.list.len()).sum()
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.runs().iter().all(|r| r.list.is_empty())
     }
 
-    /// A cursor over the entries (internal keys), keeping the memtable alive.
+    /// Number of runs (one unless the write buffer is larger than [`MIN_RUN_BYTES`]).
+    pub fn runs_count(&self) -> usize {
+        self.runs().len()
+    }
+
+    /// A cursor over the entries (internal keys), keeping the memtable's runs alive.
     pub fn iter(&self) -> MemTableIter {
-        MemTableIter(skiplist::Cursor::new(Arc::clone(&self.list)))
+        let runs = self.runs();
+        if let [run] = runs.as_slice() {
+            return MemTableIter(Inner::One(RunCursor(skiplist::Cursor::new(Arc::clone(
+                &run.list,
+            )))));
+        }
+        let children: Vec<BoxCursor> = runs
+            .iter()
+            .map(|r| Box::new(RunCursor(skiplist::Cursor::new(Arc::clone(&r.list)))) as BoxCursor)
+            .collect();
+        MemTableIter(Inner::Many(MergingIter::new(children)))
     }
 }
 
-/// A cursor over a memtable. Sees entries added after it was created too (the database
-/// hides them with seqnums).
+/// A cursor over one run.
 #[derive(Debug)]
-pub struct MemTableIter(skiplist::Cursor);
+struct RunCursor(skiplist::Cursor);
 
-impl Cursor for MemTableIter {
+impl Cursor for RunCursor {
     fn valid(&self) -> bool {
         self.0.valid()
     }
@@ -138,6 +264,72 @@ impl Cursor for MemTableIter {
         Ok(())
     }
 }
+
+#[derive(Debug)]
+enum Inner {
+    One(RunCursor),
+    Many(MergingIter),
+}
+
+/// A cursor over a memtable. Sees entries added after it was created too, in the runs it
+/// was created with (the database hides them with seqnums).
+#[derive(Debug)]
+pub struct MemTableIter(Inner);
+
+impl MemTableIter {
+    fn cursor(&self) -> &dyn Cursor {
+        match &self.0 {
+            Inner::One(c) => c,
+            Inner::Many(m) => m,
+        }
+    }
+
+    fn cursor_mut(&mut self) -> &mut dyn Cursor {
+        match &mut self.0 {
+            Inner::One(c) => c,
+            Inner::Many(m) => m,
+        }
+    }
+}
+
+impl Cursor for MemTableIter {
+    fn valid(&self) -> bool {
+        self.cursor().valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.cursor_mut().seek_to_first();
+    }
+
+    fn seek_to_last(&mut self) {
+        self.cursor_mut().seek_to_last();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        self.cursor_mut().seek(target);
+    }
+
+    fn next(&mut self) {
+        self.cursor_mut().next();
+    }
+
+    fn prev(&mut self) {
+        self.cursor_mut().prev();
+    }
+
+    fn key(&self) -> &[u8] {
+        self.cursor().key()
+    }
+
+    fn value(&self) -> &[u8] {
+        self.cursor().value()
+    }
+
+    fn status(&self) -> Result<()> {
+        self.cursor().status()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -157,6 +349,93 @@ mod tests {
         assert_eq!(m.get(b"c", 10), None);
         assert_eq!(m.get(b"", 10), None);
         assert!(m.approximate_memory_usage() > 0);
+    }
+
+    /// Entries of every size, some keys written many times and deleted, into a memtable
+    /// of many small runs: lookups at every seqnum and both directions of iteration match
+    /// a sorted model of the internal keys.
+    #[test]
+    fn runs_answer_as_one_sorted_table() {
+        use std::collections::BTreeMap;
+        let m = MemTable::for_write_buffer(64 << 10, 2 << 10);
+        assert_eq!(m.runs_count(), 1);
+        // Model: (user key, seqnum) -> Some(value) or None (a deletion).
+        let mut model: BTreeMap<(Vec<u8>, u64), Option<Vec<u8>>> = BTreeMap::new();
+        let mut x = 7u64;
+        for seq in 1..=3000u64 {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let k = format!("k{:03}", (x >> 33) % 300).into_bytes();
+            if (x >> 20).is_multiple_of(7) {
+                m.add(seq, ValueType::Deletion, &k, b"");
+                model.insert((k, seq), None);
+            } else {
+                let v = vec![b'v'; ((x >> 40) % 60) as usize];
+                m.add(seq, ValueType::Value, &k, &v);
+                model.insert((k, seq), Some(v));
+            }
+        }
+        assert!(m.runs_count() > 8, "{} runs", m.runs_count());
+        assert_eq!(m.len(), 3000);
+        for probe in (0..310u64).map(|i| format!("k{i:03}").into_bytes()) {
+            for at in [0u64, 1, 500, 1499, 1500, 2999, 3000, u64::from(u32::MAX)] {
+                let want = model
+                    .range((probe.clone(), 0)..=(probe.clone(), at))
+                    .next_back()
+                    .map(|(_, v)| match v {
+                        Some(v) => Lookup::Value(v.clone()),
+                        None => Lookup::Deleted,
+                    });
+                assert_eq!(m.get(&probe, at), want, "{probe:?} at {at}");
+            }
+        }
+        // Internal-key order: user key ascending, seqnum descending.
+        let mut expected: Vec<(Vec<u8>, u64)> = model.keys().cloned().collect();
+        expected.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let mut it = m.iter();
+        it.seek_to_first();
+        let mut forward = Vec::new();
+        while it.valid() {
+            let k = it.key();
+            forward.push((key::user_key(k).to_vec(), key::tag(k) >> 8));
+            it.next();
+        }
+        assert_eq!(forward, expected);
+        it.seek_to_last();
+        let mut backward = Vec::new();
+        while it.valid() {
+            let k = it.key();
+            backward.push((key::user_key(k).to_vec(), key::tag(k) >> 8));
+            it.prev();
+        }
+        backward.reverse();
+        assert_eq!(backward, expected);
+        it.seek(&make_internal_key(b"k150", 1000, ValueType::Value));
+        let first_at = expected
+            .iter()
+            .position(|(k, s)| k.as_slice() > b"k150".as_slice() || (k == b"k150" && *s <= 1000));
+        assert_eq!(
+            it.valid()
+                .then(|| (key::user_key(it.key()).to_vec(), key::tag(it.key()) >> 8)),
+            first_at.map(|i| expected[i].clone())
+        );
+    }
+
+    #[test]
+    fn a_small_write_buffer_or_run_size_zero_is_one_run() {
+        for m in [
+            MemTable::for_write_buffer(4 << 20, MIN_RUN_BYTES),
+            MemTable::for_write_buffer(64 << 20, 0),
+        ] {
+            for i in 0..20_000u64 {
+                m.add(i + 1, ValueType::Value, &i.to_be_bytes(), &[0; 100]);
+            }
+            assert_eq!(m.runs_count(), 1);
+        }
+        // A large one: runs of at least the minimum, at most MAX_RUNS of them.
+        let m = MemTable::for_write_buffer(1 << 30, MIN_RUN_BYTES);
+        assert_eq!(m.run_bytes, Some((1 << 30) / MAX_RUNS));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The option sets one log runs under. Each must show exactly what the model shows; the
 //! sets differ in everything that should not matter: memtable, block and table sizes,
 //! restart interval, compression, Bloom filters, cache size, open-file limit, checksum
-//! verification on reads, paranoid checks, compaction shards (1 to 4), the log written
+//! verification on reads, paranoid checks, compaction shards (1 to 4), memtables of one run or many, the log written
 //! through a memory map or with `write(2)`, and the real filesystem against `MemEnv`.
 
 use std::time::Duration;
@@ -43,6 +43,7 @@ pub fn all() -> Vec<OptionSet> {
         bloom_bits_per_key: Some(10),
         compression: Compression::None,
         max_subcompactions: 4,
+        memtable_run_size: 1 << 10,
         ..Options::default()
     };
     let small_snappy = Options {
@@ -63,6 +64,7 @@ pub fn all() -> Vec<OptionSet> {
         max_file_size: 64 << 20,
         compression: Compression::None,
         bloom_bits_per_key: None,
+        memtable_run_size: 16 << 10,
         ..Options::default()
     };
     // One bit per key: a filter that lets many absent keys through to the table.
