@@ -501,6 +501,7 @@ fn thread_body(
     let mut hist = new_hist(flags)?;
     let mut k = Vec::with_capacity(KEY_SIZE + 1);
     let mut out = Vec::new();
+    let (mut batch_keys, mut batch_values) = (Vec::new(), Vec::new());
     let (mut bytes, mut found, mut sink) = (0u64, 0u64, 0u32);
     let mut limiter =
         (flags.writes_per_second > 0).then(|| RateLimiter::new(flags.writes_per_second));
@@ -522,13 +523,21 @@ fn thread_body(
                     }
                     key(keyno(0, &mut rng), &mut k);
                     let v = values.generate(spec.value_size);
-                    engine.put(&k, &v, spec.sync)?;
+                    engine.put(&k, v, spec.sync)?;
                 } else {
-                    let ops: Vec<BatchOp> = (0..spec.batch as u64)
+                    // Keys and values go into two reused buffers; the batch borrows them.
+                    batch_keys.clear();
+                    batch_values.clear();
+                    for j in 0..spec.batch as u64 {
+                        key(keyno(j, &mut rng), &mut k);
+                        batch_keys.extend_from_slice(&k);
+                        batch_values.extend_from_slice(values.generate(spec.value_size));
+                    }
+                    let (kl, vl) = (k.len(), spec.value_size);
+                    let ops: Vec<BatchOp> = (0..spec.batch)
                         .map(|j| {
-                            let mut kk = Vec::new();
-                            key(keyno(j, &mut rng), &mut kk);
-                            (kk, Some(values.generate(spec.value_size)))
+                            let v = &batch_values[j * vl..(j + 1) * vl];
+                            (&batch_keys[j * kl..(j + 1) * kl], Some(v))
                         })
                         .collect();
                     engine.write_batch(&ops, spec.sync)?;
@@ -631,7 +640,7 @@ fn background_writer(
             l.acquire();
         }
         key(rng.uniform(spec.num), &mut k);
-        engine.put(&k, &values.generate(spec.value_size), false)?;
+        engine.put(&k, values.generate(spec.value_size), false)?;
         live.writes.fetch_add(1, Ordering::Relaxed);
         n += 1;
     }
@@ -702,7 +711,7 @@ fn fsync_ceiling(dir: &std::path::Path, spec: &Spec, flags: &Flags) -> Result<Th
 /// crc32c, snappycomp and snappyuncomp: 4 KiB blocks until a fixed volume is done.
 fn codec_bench(kind: Kind, flags: &Flags, sink: &mut u32) -> Result<ThreadStats> {
     let mut values = ValueGenerator::new(flags.compression_ratio, 301);
-    let block = values.generate(4096);
+    let block = values.generate(4096).to_vec();
     let compressed = snap::raw::Encoder::new().compress_vec(&block)?;
     let volume: u64 = match kind {
         Kind::Crc32c => 500 << 20,

@@ -33,8 +33,9 @@ pub struct Settings {
     pub memtable_run_size: usize,
 }
 
-/// One write of a batch: a put (`Some(value)`) or a delete.
-pub type BatchOp = (Vec<u8>, Option<Vec<u8>>);
+/// One write of a batch: a put (`Some(value)`) or a delete. Borrowed from buffers the
+/// runner reuses, so building a batch allocates nothing in the harness.
+pub type BatchOp<'a> = (&'a [u8], Option<&'a [u8]>);
 
 /// An engine's answer that it cannot do a workload with these settings (not a bug): the
 /// runner reports the row as "n/a" with this reason instead of a failure.
@@ -216,7 +217,11 @@ pub mod strata_engine {
             Ok(self.db.delete_opt(key, &wo(sync))?)
         }
         fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
-            let mut b = WriteBatch::new();
+            let bytes: usize = ops
+                .iter()
+                .map(|(k, v)| k.len() + v.map_or(0, <[u8]>::len) + 11)
+                .sum();
+            let mut b = WriteBatch::with_capacity(bytes);
             for (k, v) in ops {
                 match v {
                     Some(v) => b.put(k, v),

@@ -49,6 +49,8 @@ impl Rng {
 pub struct ValueGenerator {
     data: Vec<u8>,
     pos: usize,
+    /// The last value longer than `data` (its repetition), kept for the next such call.
+    long: Vec<u8>,
 }
 
 impl ValueGenerator {
@@ -69,6 +71,7 @@ impl ValueGenerator {
         ValueGenerator {
             data: Self::build((lo + hi) / 2.0, seed, 1 << 20),
             pos: 0,
+            long: Vec::new(),
         }
     }
 
@@ -89,17 +92,21 @@ impl ValueGenerator {
         data
     }
 
-    /// The next value of `len` bytes (values longer than the buffer repeat it).
-    pub fn generate(&mut self, len: usize) -> Vec<u8> {
+    /// The next value of `len` bytes (values longer than the buffer repeat it), borrowed
+    /// from the generator as db_bench's `Generate` does: no allocation per value.
+    pub fn generate(&mut self, len: usize) -> &[u8] {
         if len > self.data.len() {
-            return self.data.iter().cycle().take(len).copied().collect();
+            if self.long.len() != len {
+                self.long = self.data.iter().cycle().take(len).copied().collect();
+            }
+            return &self.long;
         }
         if self.pos + len > self.data.len() {
             self.pos = 0;
         }
-        let v = self.data[self.pos..self.pos + len].to_vec();
+        let start = self.pos;
         self.pos += len;
-        v
+        &self.data[start..start + len]
     }
 }
 
@@ -153,7 +160,7 @@ mod tests {
             let mut g = ValueGenerator::new(ratio, 301);
             let mut sample = Vec::new();
             while sample.len() < 1 << 20 {
-                sample.extend_from_slice(&g.generate(100));
+                sample.extend_from_slice(g.generate(100));
             }
             let compressed = snap::raw::Encoder::new().compress_vec(&sample).unwrap();
             let got = compressed.len() as f64 / sample.len() as f64;

@@ -41,6 +41,25 @@ pub fn compare_bytes(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
     a.len().cmp(&b.len())
 }
 
+/// How many leading bytes `a` and `b` share, found a word at a time (table blocks
+/// prefix-compress every key against the one before it).
+#[inline]
+pub fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    let mut n = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let diff = word(x) ^ word(y);
+        if diff != 0 {
+            return n + (diff.leading_zeros() / 8) as usize;
+        }
+        n += 8;
+    }
+    n + a[n..]
+        .iter()
+        .zip(&b[n..])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 /// An 8-byte chunk as a big-endian word. Requires: `chunk.len() == 8`.
 #[inline(always)]
 fn word(chunk: &[u8]) -> u64 {
@@ -353,6 +372,20 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn shared_prefix_len_counts_equal_leading_bytes(
+            prefix in proptest::collection::vec(any::<u8>(), 0..30),
+            a in proptest::collection::vec(0u8..3, 0..20),
+            b in proptest::collection::vec(0u8..3, 0..20),
+        ) {
+            let a = [prefix.clone(), a].concat();
+            let b = [prefix, b].concat();
+            let want = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+            prop_assert_eq!(shared_prefix_len(&a, &b), want);
+            prop_assert_eq!(shared_prefix_len(&b, &a), want);
+            prop_assert_eq!(shared_prefix_len(&a, &a), a.len());
+        }
+
         #[test]
         fn compare_bytes_is_slice_order(
             prefix in proptest::collection::vec(any::<u8>(), 0..20),

@@ -169,7 +169,7 @@ impl KeyOrder for InternalOrder {
 /// Shortens `start` to a key `k` with `start <= k < limit` (bytewise), when one shorter
 /// exists: LevelDB's `FindShortestSeparator` for the bytewise comparator.
 pub fn shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
-    let shared = start.iter().zip(limit).take_while(|(a, b)| a == b).count();
+    let shared = crate::coding::shared_prefix_len(start, limit);
     if shared >= start.len().min(limit.len()) {
         return; // one is a prefix of the other: no shorter separator
     }

@@ -58,8 +58,8 @@ impl Engine for FjallEngine {
         let mut batch = self.keyspace.batch();
         for (k, v) in ops {
             match v {
-                Some(v) => batch.insert(&self.items, k.as_slice(), v.as_slice()),
-                None => batch.remove(&self.items, k.as_slice()),
+                Some(v) => batch.insert(&self.items, *k, *v),
+                None => batch.remove(&self.items, *k),
             }
         }
         batch.commit()?;

@@ -41,11 +41,7 @@ impl BlockBuilder {
     pub fn add(&mut self, key: &[u8], value: &[u8]) {
         debug_assert!(!self.finished);
         let shared = if self.counter < self.restart_interval {
-            self.last_key
-                .iter()
-                .zip(key)
-                .take_while(|(a, b)| a == b)
-                .count()
+            crate::coding::shared_prefix_len(&self.last_key, key)
         } else {
             self.restarts.push(self.buffer.len() as u32);
             self.counter = 0;
