@@ -14,10 +14,11 @@ use crate::sstable::{Compression, TableOptions};
 /// recovery modes). Every drop is written to `LOG` and to the `strata.recovery` property.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RecoveryMode {
-    /// Replay up to the first damaged record of the newest log and drop everything after
-    /// it: what a crash leaves is a torn or garbled tail of unsynced writes, and the
-    /// database comes back as of a point in time. Damage in an older log (which was
-    /// synced in full before the next one started) is [`Error::Corruption`].
+    /// Replay up to the first damaged record and drop everything after it, later logs
+    /// included: what a crash leaves is a torn or garbled tail of unsynced writes, and the
+    /// database comes back as of a point in time. (An older log is synced before any
+    /// synced write in a later one is acknowledged, so nothing dropped was acknowledged
+    /// as synced.)
     #[default]
     PointInTime,
     /// Any damaged or torn record, even a crash's torn tail, refuses to open.

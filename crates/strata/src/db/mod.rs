@@ -117,6 +117,10 @@ struct State {
     /// The WAL; taken out by the write leader while it writes (D1).
     log: Option<LogWriter<dyn WritableFile>>,
     log_file_number: u64,
+    /// Older WALs (with their numbers) left unsynced at a memtable switch, still open so
+    /// that the first synced write after the switch can sync them before it is
+    /// acknowledged (W4). Dropped unsynced once a flush makes them obsolete.
+    unsynced_logs: Vec<(u64, LogWriter<dyn WritableFile>)>,
     versions: VersionSet,
     writers: VecDeque<Arc<Writer>>,
     bg_error: Option<Error>,

@@ -5,11 +5,12 @@
 //! level 0; start a fresh WAL and a fresh manifest; delete what is obsolete.
 //!
 //! WAL damage policy ([`RecoveryMode`], `docs/durability.md` C8):
-//! - point in time (default): the first damaged record of the newest log, or a torn tail
-//!   of any log, ends the replay there and every later record and log is dropped, so the
-//!   recovered state is a prefix of the write history. Other damage in an older log is
-//!   [`Error::Corruption`]: older logs were synced in full before the next one started, so
-//!   no crash explains it (LevelDB skips it silently unless paranoid).
+//! - point in time (default): the first damaged record of any log ends the replay there
+//!   and every later record and log is dropped, so the recovered state is a prefix of the
+//!   write history. An older log is not synced when the writer moves to the next one
+//!   (W4), so a power cut can tear it while the next one keeps unsynced records; none of
+//!   those records was acknowledged as synced, since a synced write first syncs every
+//!   older log. (LevelDB skips damage and replays what follows, which can leave holes.)
 //! - absolute consistency (or `paranoid_checks`): any dropped byte refuses to open.
 //! - salvage: damaged records are skipped wherever they are; the rest is replayed.
 //!
@@ -144,6 +145,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             imm: None,
             log: None,
             log_file_number: 0,
+            unsynced_logs: Vec::new(),
             versions,
             writers: VecDeque::new(),
             bg_error: None,
@@ -244,23 +246,17 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
     for &number in &logs {
         db.lock().versions.mark_file_number_used(number);
         if let Some((file, offset, what)) = &stop {
-            // A later log with a record proves the damaged one was complete and synced
-            // before this one was written (the writer syncs a log before switching), so
-            // no crash explains the damage.
-            if log_has_a_record(db, number)? {
-                return Err(Error::corruption(
-                    file,
-                    *offset,
-                    format!(
-                        "write-ahead log damaged ({what}) although a later log ({number}) \
-                         holds records: this is damage to synced data, not a torn tail \
-                         (RecoveryMode::Salvage skips it)"
-                    ),
-                ));
-            }
+            // The damaged log was not synced before this one was written (W4), and no
+            // synced write followed it (such a write would have synced it first): what
+            // this log holds was never acknowledged as durable.
+            let held = if log_has_a_record(db, number)? {
+                "holds records that were never synced"
+            } else {
+                "holds no record"
+            };
             notes.push(format!(
-                "skipped log {number}: it follows the point where replay stopped and holds \
-                 no record"
+                "skipped log {number}: it follows the point where replay stopped ({what} at \
+                 offset {offset} of {file}) and {held}"
             ));
             continue;
         }

@@ -84,18 +84,24 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         group.set_seqnum(first);
         let last = first + u64::from(group.len()) - 1;
         let mut log = st.log.take();
+        // W4: a synced write is acknowledged only once every older log is synced too.
+        let older = if group_sync {
+            std::mem::take(&mut st.unsynced_logs)
+        } else {
+            Vec::new()
+        };
         let mem = Arc::clone(&st.mem);
         drop(st);
 
         // D1: nobody else touches the WAL or inserts into the memtable meanwhile.
-        let logged = match log.as_mut() {
+        let logged = sync_older_logs(older).and_then(|()| match log.as_mut() {
             Some(l) => l
                 .add_record(group.as_bytes())
                 .and_then(|()| if group_sync { l.sync() } else { Ok(()) }),
             None => Err(crate::Error::InvalidArgument(
                 "no write-ahead log is open".into(),
             )),
-        };
+        });
         if logged.is_ok() {
             result = mem.insert_batch(&group);
         } else {
@@ -218,11 +224,23 @@ pub(super) fn make_room_for_write<'a>(
             // the state mutex: readers and the background thread go on meanwhile.
             let number = st.versions.new_file_number();
             let old = st.log.take();
+            let old_number = st.log_file_number;
+            // Older logs whose memtables are flushed hold nothing anyone needs: closed
+            // here without a sync, outside the mutex.
+            let needed = st.versions.log_number;
+            let (obsolete, kept) = std::mem::take(&mut st.unsynced_logs)
+                .into_iter()
+                .partition(|(n, _)| *n < needed);
+            st.unsynced_logs = kept;
             drop(st);
+            drop::<Vec<(u64, Log)>>(obsolete);
             let switched = switch_log(db, old, number);
             st = db.lock();
             match switched {
-                Ok(new) => {
+                Ok((new, old)) => {
+                    if let Some(old) = old {
+                        st.unsynced_logs.push((old_number, old));
+                    }
                     st.log = Some(new);
                     st.log_file_number = number;
                     let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
@@ -232,7 +250,7 @@ pub(super) fn make_room_for_write<'a>(
                     background::maybe_schedule(db, &mut st);
                 }
                 Err((e, old)) => {
-                    // A failed sync is final (never retried): latch it.
+                    // A failed write is final (never retried): latch it.
                     st.log = old;
                     st.bg_error = Some(e.clone());
                     return (st, Err(e));
@@ -242,18 +260,20 @@ pub(super) fn make_room_for_write<'a>(
     }
 }
 
-/// Makes the old WAL durable and creates WAL `number`, its directory entry durable too.
-/// The old WAL is synced first: a synced write in the new WAL must never sit after a torn
-/// tail in the old one (C1, C3). The old WAL is closed here, outside the state mutex; on
-/// failure it is handed back and the new file is removed.
+/// Creates WAL `number`, its directory entry durable too, and hands back the new log and
+/// the old one. The old WAL is not synced here (LevelDB does not either): the first synced
+/// write after the switch syncs it before it is acknowledged (W4), and a flush usually
+/// makes it obsolete before that. Its bytes are pushed to the kernel, so an acknowledged
+/// write survives the process dying (C2). On failure the old WAL is handed back and the
+/// new file removed.
 fn switch_log(
     db: &DbInner,
     old: Option<Log>,
     number: u64,
-) -> Result<Log, (crate::Error, Option<Log>)> {
+) -> Result<(Log, Option<Log>), (crate::Error, Option<Log>)> {
     let mut old = old;
     if let Some(l) = old.as_mut()
-        && let Err(e) = l.sync()
+        && let Err(e) = l.file_mut().flush()
     {
         return Err((e, old));
     }
@@ -261,13 +281,18 @@ fn switch_log(
         .new_log_file(number)
         .and_then(|f| db.env.sync_dir(&db.dir).map(|()| f));
     match opened {
-        Ok(file) => {
-            drop(old);
-            Ok(LogWriter::new(file))
-        }
+        Ok(file) => Ok((LogWriter::new(file), old)),
         Err(e) => {
             let _ = db.env.remove_file(&filename::log(&db.dir, number));
             Err((e, old))
         }
     }
+}
+
+/// Syncs older logs that a switch left unsynced (W4), then closes them.
+fn sync_older_logs(older: Vec<(u64, Log)>) -> Result<()> {
+    for (_, mut l) in older {
+        l.sync()?;
+    }
+    Ok(())
 }
