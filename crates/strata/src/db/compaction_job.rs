@@ -8,9 +8,14 @@
 //! touches the version set (V4); helpers only read the inputs and write their outputs,
 //! whose numbers sit in `pending_outputs` until the edit names them. The outputs of all
 //! shards, in shard order, form one edit: the compaction is installed whole or not at all.
+//!
+//! T1: each shard hands its finished tables to a syncer thread of its own and goes on
+//! merging while the disk writes them (an output's fdatasync took about 2 ms here, per
+//! 2 MB table); the shard ends only when all its tables are synced, so the edit names
+//! synced tables only, as before.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, MutexGuard, mpsc};
 use std::time::Instant;
 
 use super::LevelIter;
@@ -18,6 +23,7 @@ use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::{compact_memtable, discard_table};
 use super::{DbInner, State};
 use crate::compaction::{Compaction, Shard, shards};
+use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key, user_key};
@@ -54,10 +60,17 @@ fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
     })
 }
 
-fn finish_output(db: &DbInner, out: Output) -> Result<FileMetaData> {
-    let (mut file, size) = out.builder.finish()?;
-    file.sync()?;
-    drop(file);
+/// Where finished output tables go to be synced: the shard's syncer thread, or (if it
+/// could not start) right here.
+type SyncQueue = mpsc::Sender<Box<dyn WritableFile>>;
+
+/// Finishes `out` and queues it to be synced (T1: the merge goes on while the disk
+/// works; every sync is done before the compaction's edit can name the table).
+fn finish_output(db: &DbInner, out: Output, to_sync: &SyncQueue) -> Result<FileMetaData> {
+    let (file, size) = out.builder.finish()?;
+    if let Err(mpsc::SendError(mut file)) = to_sync.send(file) {
+        file.sync()?; // no syncer thread: sync here
+    }
     // The new table must be readable before the manifest names it.
     db.table_cache.find(out.number, size)?;
     Ok(FileMetaData {
@@ -165,16 +178,33 @@ fn merge_shards(
             outputs: Vec::new(),
             numbers: Vec::new(),
         };
-        r.result = merge_inputs(
-            db,
-            c,
-            shard,
-            smallest_snapshot,
-            flushes,
-            &abort,
-            &mut r.outputs,
-            &mut r.numbers,
-        );
+        let (to_sync, queue) = mpsc::channel();
+        r.result = std::thread::scope(|scope| {
+            let syncer = std::thread::Builder::new()
+                .name("strata-sync".into())
+                .spawn_scoped(scope, move || sync_tables(queue));
+            let merged = merge_inputs(
+                db,
+                c,
+                shard,
+                smallest_snapshot,
+                flushes,
+                &abort,
+                &to_sync,
+                &mut r.outputs,
+                &mut r.numbers,
+            );
+            drop(to_sync);
+            let synced = match syncer {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(Error::InvalidArgument(
+                        "a table sync thread panicked".into(),
+                    ))
+                }),
+                Err(_) => Ok(()), // never started: every table was synced inline
+            };
+            merged.and(synced.map_err(Failure::of_table_write))
+        });
         if r.result.is_err() {
             abort.store(true, Ordering::Release);
         }
@@ -232,6 +262,18 @@ fn merge_shards(
     (result, outputs, numbers, count)
 }
 
+/// Syncs the tables of `queue` in order until the merge drops its end; after a failure the
+/// rest are not synced (the compaction fails and removes them all).
+fn sync_tables(queue: mpsc::Receiver<Box<dyn WritableFile>>) -> Result<()> {
+    let mut result = Ok(());
+    for mut file in queue {
+        if result.is_ok() {
+            result = file.sync();
+        }
+    }
+    result
+}
+
 /// Why a shard stopped when another one failed.
 const ABORTED: &str = "another shard of the compaction failed";
 
@@ -277,7 +319,7 @@ fn seek_shard_start(input: &mut MergingIter, shard: &Shard) {
 /// Only the shard run with `flushes` (on the background thread) flushes a waiting memtable.
 #[expect(
     clippy::too_many_arguments,
-    reason = "the merge's inputs and its two outputs"
+    reason = "the merge's inputs, its sync queue and its two outputs"
 )]
 fn merge_inputs(
     db: &DbInner,
@@ -286,6 +328,7 @@ fn merge_inputs(
     smallest_snapshot: u64,
     flushes: bool,
     abort: &AtomicBool,
+    to_sync: &SyncQueue,
     outputs: &mut Vec<FileMetaData>,
     numbers: &mut Vec<u64>,
 ) -> std::result::Result<(), Failure> {
@@ -325,7 +368,7 @@ fn merge_inputs(
         if shard.should_stop_before(c, ikey)
             && let Some(out) = current.take()
         {
-            outputs.push(finish_output(db, out).map_err(out_err)?);
+            outputs.push(finish_output(db, out, to_sync).map_err(out_err)?);
         }
         let parsed = ParsedInternalKey::parse(ikey).ok_or_else(|| {
             Failure::Stop(Error::corruption(
@@ -365,7 +408,7 @@ fn merge_inputs(
                 if out.builder.file_size() >= c.max_output_file_size
                     && let Some(out) = current.take()
                 {
-                    outputs.push(finish_output(db, out).map_err(out_err)?);
+                    outputs.push(finish_output(db, out, to_sync).map_err(out_err)?);
                 }
             }
         }
@@ -373,7 +416,7 @@ fn merge_inputs(
     }
     input.status().map_err(Failure::Stop)?;
     if let Some(out) = current.take() {
-        outputs.push(finish_output(db, out).map_err(out_err)?);
+        outputs.push(finish_output(db, out, to_sync).map_err(out_err)?);
     }
     Ok(())
 }
