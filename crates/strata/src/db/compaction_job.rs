@@ -9,7 +9,7 @@
 //! whose numbers sit in `pending_outputs` until the edit names them. The outputs of all
 //! shards, in shard order, form one edit: the compaction is installed whole or not at all.
 //!
-//! T1: each shard hands its finished tables to a syncer thread of its own and goes on
+//! J1: each shard hands its finished tables to a syncer thread of its own and goes on
 //! merging while the disk writes them (an output's fdatasync took about 2 ms here, per
 //! 2 MB table); the shard ends only when all its tables are synced, so the edit names
 //! synced tables only, as before.
@@ -64,7 +64,7 @@ fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
 /// could not start) right here.
 type SyncQueue = mpsc::Sender<Box<dyn WritableFile>>;
 
-/// Finishes `out` and queues it to be synced (T1: the merge goes on while the disk
+/// Finishes `out` and queues it to be synced (J1: the merge goes on while the disk
 /// works; every sync is done before the compaction's edit can name the table).
 fn finish_output(db: &DbInner, out: Output, to_sync: &SyncQueue) -> Result<FileMetaData> {
     let (file, size) = out.builder.finish()?;

@@ -5,7 +5,9 @@
 //! level 0; start a fresh WAL and a fresh manifest; delete what is obsolete.
 //!
 //! WAL damage policy ([`RecoveryMode`], `docs/durability.md` C8):
-//! - point in time (default): the first damaged record of any log ends the replay there
+//! - point in time (default): the first damaged record of any log, or the first record
+//!   whose seqnum does not follow the one before it (a gap: an older log cut at a record
+//!   boundary reads as complete), ends the replay there
 //!   and every later record and log is dropped, so the recovered state is a prefix of the
 //!   write history. An older log is not synced when the writer moves to the next one
 //!   (W4), so a power cut can tear it while the next one keeps unsynced records; none of
@@ -243,6 +245,10 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
     let mut notes = Vec::new();
     // Where point-in-time replay stopped: (file, offset, what).
     let mut stop: Option<(String, u64, String)> = None;
+    // The seqnum the next record must start at: records are numbered without gaps across
+    // logs, so a jump means records between them were lost (an older log left unsynced
+    // at a switch and cut by a crash at a record boundary looks complete on its own).
+    let mut next_seq: Option<u64> = None;
     for &number in &logs {
         db.lock().versions.mark_file_number_used(number);
         if let Some((file, offset, what)) = &stop {
@@ -303,6 +309,26 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
             }
             let batch = WriteBatch::from_bytes(std::mem::take(&mut record))
                 .map_err(|e| e.located(&name, reader.last_record_offset()))?;
+            if let Some(want) = next_seq
+                && batch.seqnum() != want
+                && mode != RecoveryMode::Salvage
+            {
+                let offset = reader.last_record_offset();
+                let what = format!(
+                    "a gap in sequence numbers: the record at offset {offset} of {name} \
+                     starts at {} where {want} was next, so records before it were lost",
+                    batch.seqnum()
+                );
+                if mode == RecoveryMode::AbsoluteConsistency {
+                    return Err(Error::corruption(&name, offset, what));
+                }
+                notes.push(format!(
+                    "point in time: replay stopped at {what}; they were never synced"
+                ));
+                stop = Some((name.clone(), offset, what));
+                break;
+            }
+            next_seq = Some(batch.seqnum().saturating_add(u64::from(batch.len())));
             mem.insert_batch(&batch)?;
             if !batch.is_empty() {
                 max_seq = max_seq.max(batch.seqnum() + u64::from(batch.len()) - 1);
