@@ -818,6 +818,7 @@ mod tests {
             open_files: 100,
             compression: true,
             mmap_write: true,
+            mmap_read: true,
             subcompactions: 2,
             memtable_run_size: 4 << 20,
         };

@@ -26,6 +26,9 @@ pub struct Settings {
     /// Strata writes its log through a memory map (`Options::mmap_wal`); other engines
     /// ignore it.
     pub mmap_write: bool,
+    /// Strata reads its tables through memory maps (`Options::mmap_reads`); other engines
+    /// ignore it.
+    pub mmap_read: bool,
     /// Threads that merge one compaction at once (Strata's `max_subcompactions`); other
     /// engines ignore it.
     pub subcompactions: usize,
@@ -180,6 +183,7 @@ pub mod strata_engine {
                 },
                 block_cache: Some(strata::cache::BlockCache::new(s.cache_size)),
                 mmap_wal: s.mmap_write,
+                mmap_reads: s.mmap_read,
                 max_subcompactions: s.subcompactions,
                 memtable_run_size: s.memtable_run_size,
                 ..Options::default()

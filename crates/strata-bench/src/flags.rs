@@ -66,6 +66,10 @@ pub struct Flags {
     /// Table files kept open.
     #[arg(long = "open_files", default_value_t = 1000)]
     pub open_files: usize,
+    /// Strata: read tables through memory maps (RocksDB db_bench's flag; other engines
+    /// ignore it).
+    #[arg(long = "mmap_read", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub mmap_read: bool,
     /// Strata: write the log through a memory map (RocksDB db_bench's flag; other engines
     /// ignore it).
     #[arg(long = "mmap_write", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]

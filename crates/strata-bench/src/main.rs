@@ -80,6 +80,7 @@ fn settings(f: &Flags) -> Settings {
         bloom_bits: f.bloom(),
         open_files: f.open_files,
         mmap_write: f.mmap_write,
+        mmap_read: f.mmap_read,
         subcompactions: f.subcompactions,
         memtable_run_size: f.memtable_run_size,
         compression: f.compression,

@@ -72,6 +72,14 @@ pub struct Options {
     /// Strata and LevelDB read as its end. `false` writes it with one `write(2)` per write
     /// group, as LevelDB does. Filesystems that cannot preallocate get `write(2)` either way.
     pub mmap_wal: bool,
+    /// Read tables through read-only memory maps (default true), as LevelDB does on
+    /// 64-bit machines: a block read is then a look at the page cache, with no system
+    /// call and no copy, and checksums are verified and blocks decompressed straight from
+    /// the map. Mapped pages are the page cache's, not the block cache's: they count in
+    /// the process's resident memory (as file pages) while touched, and the kernel evicts
+    /// them as it likes. A table truncated by another process while mapped makes the next
+    /// read of a lost page kill the process (`SIGBUS`); `false` reads with `pread`.
+    pub mmap_reads: bool,
     /// Threads that merge one large compaction at once, each a key range of it (default
     /// 2; 1: the background thread alone, as LevelDB). A writer that is held back while
     /// level 0 drains leaves its core idle: the extra threads put it to work, so the
@@ -115,6 +123,7 @@ impl Default for Options {
             bloom_bits_per_key: None,
             background_retry_interval: Duration::from_secs(1),
             mmap_wal: true,
+            mmap_reads: true,
             max_subcompactions: 2,
             memtable_run_size: crate::memtable::MIN_RUN_BYTES,
             env: Arc::new(DiskEnv::new()),

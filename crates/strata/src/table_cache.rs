@@ -29,6 +29,9 @@ pub struct TableCache {
     env: Arc<dyn Env>,
     block_cache: Arc<BlockCache>,
     capacity: usize,
+    /// Open tables with [`Env::new_table_reader`] (which may map them), not
+    /// [`Env::new_random_access`].
+    mapped: bool,
     entries: Mutex<Entries>,
 }
 
@@ -39,12 +42,14 @@ impl TableCache {
         env: Arc<dyn Env>,
         block_cache: Arc<BlockCache>,
         capacity: usize,
+        mapped: bool,
     ) -> Self {
         TableCache {
             dir: dir.to_path_buf(),
             env,
             block_cache,
             capacity: capacity.max(1),
+            mapped,
             entries: Mutex::default(),
         }
     }
@@ -73,7 +78,11 @@ impl TableCache {
                 path = legacy;
             }
         }
-        let file = self.env.new_random_access(&path)?;
+        let file = if self.mapped {
+            self.env.new_table_reader(&path)?
+        } else {
+            self.env.new_random_access(&path)?
+        };
         let table = Table::open(file, &path.to_string_lossy(), size, true)?
             .with_cache(Arc::clone(&self.block_cache));
         let table = Arc::new(table);

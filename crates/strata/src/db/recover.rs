@@ -133,6 +133,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         Arc::clone(&env),
         block_cache,
         options.max_open_files.saturating_sub(10).max(10),
+        options.mmap_reads,
     ));
     let db = DbInner {
         dir: dir.to_path_buf(),

@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use super::mapped::MappedLog;
+use super::mapped_read::MappedRead;
 use super::{Env, FileLock, RandomAccessFile, SequentialFile, WritableFile};
 use crate::error::{Error, Result};
 
@@ -165,6 +166,17 @@ impl Env for DiskEnv {
             file,
             path: path.to_path_buf(),
         }))
+    }
+
+    fn new_table_reader(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(io_err("open", path))?;
+        match MappedRead::open(&file, path)? {
+            Some(m) => Ok(Arc::new(m)),
+            None => Ok(Arc::new(DiskRandomAccess {
+                file,
+                path: path.to_path_buf(),
+            })),
+        }
     }
 
     fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

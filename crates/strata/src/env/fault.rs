@@ -162,6 +162,9 @@ impl Env for FaultEnv {
     fn new_random_access(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.inner.new_random_access(path)
     }
+    fn new_table_reader(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.inner.new_table_reader(path)
+    }
     fn new_writable(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.check(Call::Create, path)?;
         Ok(Box::new(FaultFile {

@@ -17,6 +17,7 @@ mod crash;
 mod disk;
 mod fault;
 mod mapped;
+mod mapped_read;
 mod mem;
 
 use std::fmt::Debug;
@@ -40,6 +41,12 @@ pub trait SequentialFile: Send {
 pub trait RandomAccessFile: Send + Sync {
     /// Reads into `buf` from `offset`; fewer bytes than asked only at end of file.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize>;
+    /// The whole file as memory, when it is mapped: readers then look at its bytes in
+    /// place instead of copying them out with [`RandomAccessFile::read_at`]. `None` by
+    /// default.
+    fn mapped(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 /// A file written by appending (logs, manifests, tables).
@@ -71,6 +78,11 @@ pub trait Env: Send + Sync + Debug {
     /// the log); by default it is [`Env::new_writable`].
     fn new_log(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         self.new_writable(path)
+    }
+    /// Opens a table file for reading. An implementation may map it into memory
+    /// ([`RandomAccessFile::mapped`]); by default it is [`Env::new_random_access`].
+    fn new_table_reader(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.new_random_access(path)
     }
     /// True if `path` exists.
     fn exists(&self, path: &Path) -> bool;

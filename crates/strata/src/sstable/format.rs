@@ -169,6 +169,23 @@ pub fn read_block(
             )
         })?;
     let n = (end - handle.offset) as usize;
+    if let Some(bytes) = file.mapped() {
+        // A mapped file: check and decode the block where it lies, no read, no copy.
+        let stored = usize::try_from(handle.offset)
+            .ok()
+            .and_then(|start| bytes.get(start..start + n))
+            .ok_or_else(|| {
+                Error::corruption(
+                    file_name,
+                    handle.offset,
+                    format!(
+                        "truncated block read: the file holds {} bytes, the block ends at {end}",
+                        bytes.len()
+                    ),
+                )
+            })?;
+        return decode_block(file_name, handle, stored, verify_checksum);
+    }
     let read_into = |buf: &mut Vec<u8>| -> Result<Vec<u8>> {
         // Only growth is zeroed: the bytes past the old length.
         buf.resize(n, 0);

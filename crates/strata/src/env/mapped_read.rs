@@ -1,0 +1,164 @@
+//! [`MappedRead`]: a table file read through a read-only shared memory map, so reading a
+//! block is a look at memory the page cache already holds, not a `pread` call and a copy
+//! (LevelDB 1.23 reads its tables the same way, up to 1,000 of them at once on 64-bit
+//! machines). The block decoder checks and decompresses straight from the map.
+//!
+//! A table is never written after it is complete, so its map only ever shows the bytes
+//! the table was written with. The map covers the file's length when it was opened;
+//! reads past it are refused with an error like a short `pread`, so a table truncated
+//! while the database was closed gives an error, never a crash. A table truncated by
+//! another process while the database has it open is outside what a map can survive: the
+//! next read of a lost page stops the process with `SIGBUS` (`docs/durability.md`,
+//! limits). Deleting a mapped table is fine: the map keeps its pages until it is dropped.
+//!
+//! Invariants:
+//! - R1 `ptr` maps file bytes `[0, len)` read-only for the whole life of the value and is
+//!   unmapped exactly once, in `Drop`.
+//! - R2 nothing writes through the map (it is mapped `PROT_READ`), so the shared slices
+//!   handed out never change under a reader while the file is left alone.
+//!
+//! With `mapped.rs`, the only `unsafe` code of the filesystem seam. Miri cannot run these
+//! tests (no file-backed `mmap`); they run natively in `make test` and under the
+//! sanitizers in `make sanitize`.
+
+#![allow(unsafe_code)]
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+
+use rustix::mm::{MapFlags, ProtFlags};
+
+use super::RandomAccessFile;
+use crate::error::{Error, Result};
+
+/// A whole file mapped read-only.
+pub(super) struct MappedRead {
+    ptr: NonNull<u8>,
+    len: usize,
+    path: PathBuf,
+}
+
+// SAFETY: the map is read-only (R2) and lives as long as the value (R1): sharing the
+// pointer between threads shares nothing but reads of bytes that do not change.
+unsafe impl Send for MappedRead {}
+// SAFETY: as above; `&self` methods only read through the map.
+unsafe impl Sync for MappedRead {}
+
+impl MappedRead {
+    /// Maps `file` (at `path`) whole. `None` for an empty file, which has nothing to map
+    /// (the caller reads it the usual way).
+    pub(super) fn open(file: &File, path: &Path) -> Result<Option<MappedRead>> {
+        let io_err =
+            |call: &str, e: std::io::Error| Error::io(format!("{call} {}", path.display()), e);
+        let len = file.metadata().map_err(|e| io_err("stat", e))?.len();
+        let len = usize::try_from(len)
+            .map_err(|_| io_err("mmap", std::io::Error::other("file too large to map")))?;
+        if len == 0 {
+            return Ok(None);
+        }
+        // SAFETY: a fresh read-only mapping at an address the kernel picks (null hint):
+        // it aliases no Rust object (R1, R2).
+        let ptr = unsafe {
+            rustix::mm::mmap(
+                std::ptr::null_mut(),
+                len,
+                ProtFlags::READ,
+                MapFlags::SHARED,
+                file,
+                0,
+            )
+        }
+        .map_err(|e| io_err("mmap", e.into()))?;
+        let ptr = NonNull::new(ptr.cast::<u8>())
+            .ok_or_else(|| io_err("mmap", std::io::Error::other("null mapping")))?;
+        Ok(Some(MappedRead {
+            ptr,
+            len,
+            path: path.to_path_buf(),
+        }))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes for as long as `self` lives (R1), and
+        // nothing writes them (R2), so a shared slice tied to `&self` is sound.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for MappedRead {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from `mmap` and are unmapped only here, once (R1); no
+        // slice into the map outlives `&self`, so none is left.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+impl RandomAccessFile for MappedRead {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let bytes = self.bytes();
+        let start = usize::try_from(offset)
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let n = buf.len().min(bytes.len() - start);
+        buf[..n].copy_from_slice(&bytes[start..start + n]);
+        Ok(n)
+    }
+
+    fn mapped(&self) -> Option<&[u8]> {
+        Some(self.bytes())
+    }
+}
+
+impl std::fmt::Debug for MappedRead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappedRead")
+            .field("path", &self.path)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn mapped(contents: &[u8]) -> (tempfile::TempDir, Option<MappedRead>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.ldb");
+        std::fs::write(&path, contents).unwrap();
+        let file = File::open(&path).unwrap();
+        let m = MappedRead::open(&file, &path).unwrap();
+        (dir, m)
+    }
+
+    #[test]
+    fn reads_what_the_file_holds_and_stops_at_its_end() {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        let (_dir, m) = mapped(&data);
+        let m = m.unwrap();
+        assert_eq!(m.mapped().unwrap(), &data[..]);
+        let mut buf = [0u8; 100];
+        assert_eq!(m.read_at(9_950, &mut buf).unwrap(), 50);
+        assert_eq!(&buf[..50], &data[9_950..]);
+        assert_eq!(m.read_at(10_000, &mut buf).unwrap(), 0);
+        assert_eq!(m.read_at(u64::MAX, &mut buf).unwrap(), 0);
+        assert_eq!(m.read_at(0, &mut buf).unwrap(), 100);
+        assert_eq!(&buf[..], &data[..100]);
+    }
+
+    #[test]
+    fn an_empty_file_is_not_mapped() {
+        let (_dir, m) = mapped(b"");
+        assert!(m.is_none());
+    }
+
+    #[test]
+    fn a_deleted_file_stays_readable_through_its_map() {
+        let (dir, m) = mapped(b"still here");
+        std::fs::remove_file(dir.path().join("t.ldb")).unwrap();
+        assert_eq!(m.unwrap().mapped().unwrap(), b"still here");
+    }
+}

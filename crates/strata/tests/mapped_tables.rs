@@ -1,0 +1,113 @@
+//! Tables read through memory maps (`Options::mmap_reads`, on by default with the real
+//! filesystem): the same answers as `pread`, and a table damaged or cut short while the
+//! database was closed gives an error, never a crash or a wrong value.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+
+use strata::{Db, Options};
+
+const KEYS: usize = 3000;
+
+fn key(i: usize) -> String {
+    format!("key{i:06}")
+}
+
+fn value(i: usize) -> Vec<u8> {
+    format!("value{i:06}-").repeat(8).into_bytes()
+}
+
+fn options(mmap_reads: bool) -> Options {
+    Options {
+        create_if_missing: true,
+        mmap_reads,
+        write_buffer_size: 64 << 10,
+        ..Options::default()
+    }
+}
+
+/// A closed database whose keys all sit in tables; returns its tables, largest first.
+fn with_tables(dir: &Path) -> Vec<PathBuf> {
+    let db = Db::open(dir, options(true)).unwrap();
+    for i in 0..KEYS {
+        db.put(key(i), value(i)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    drop(db);
+    let mut tables: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "ldb"))
+        .collect();
+    tables.sort_by_key(|p| std::cmp::Reverse(std::fs::metadata(p).unwrap().len()));
+    assert!(!tables.is_empty());
+    tables
+}
+
+#[test]
+fn mapped_and_read_tables_answer_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    with_tables(dir.path());
+    let scan = |mmap: bool| {
+        let db = Db::open(dir.path(), options(mmap)).unwrap();
+        for i in (0..KEYS).step_by(7) {
+            assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "mmap {mmap}");
+        }
+        assert_eq!(db.get("absent").unwrap(), None);
+        let mut it = db.raw_iterator();
+        it.seek_to_last();
+        let mut backwards = Vec::new();
+        while it.valid() {
+            backwards.push((it.key().to_vec(), it.value().to_vec()));
+            it.prev();
+        }
+        it.status().unwrap();
+        backwards
+    };
+    let mapped = scan(true);
+    assert_eq!(mapped.len(), KEYS);
+    assert_eq!(mapped, scan(false));
+}
+
+#[test]
+fn a_table_damaged_or_cut_while_closed_is_an_error_never_a_crash() {
+    type Damage = fn(&Path);
+    let damages: [(&str, Damage); 4] = [
+        ("cut to half", |p| cut(p, |n| n / 2)),
+        ("cut to nothing", |p| cut(p, |_| 0)),
+        ("one byte short", |p| cut(p, |n| n - 1)),
+        ("bytes flipped in the middle", |p| {
+            let mut b = std::fs::read(p).unwrap();
+            let mid = b.len() / 3;
+            for x in &mut b[mid..mid + 16] {
+                *x ^= 0x5a;
+            }
+            std::fs::write(p, b).unwrap();
+        }),
+    ];
+    for (what, damage) in damages {
+        let dir = tempfile::tempdir().unwrap();
+        let tables = with_tables(dir.path());
+        damage(&tables[0]);
+        let db = match Db::open(dir.path(), options(true)) {
+            Ok(db) => db,
+            Err(_) => continue, // refusing to open is an error, as wanted
+        };
+        let mut errors = 0;
+        for i in 0..KEYS {
+            match db.get(key(i)) {
+                Ok(v) => assert_eq!(v, Some(value(i)), "{what}: a wrong answer for {}", key(i)),
+                Err(_) => errors += 1,
+            }
+        }
+        assert!(errors > 0, "{what}: no read saw the damage");
+        assert!(db.verify().is_err(), "{what}: verify found nothing");
+    }
+}
+
+fn cut(path: &Path, to: fn(u64) -> u64) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    let n = f.metadata().unwrap().len();
+    f.set_len(to(n)).unwrap();
+}
