@@ -10,8 +10,13 @@
 //! - C2 after an insert, `usage <= capacity` unless the single newest entry alone exceeds
 //!   it (then it is dropped at the next insert).
 //! - C3 entries are handed out as `Arc`s: eviction never frees a block a reader holds.
+//! - C4 an evicted block no reader holds gives its buffer to the shard's spares (at most
+//!   [`SPARES`] per shard), to be read into by the next block read; spares are charged
+//!   like entries (their capacity counts in `usage`, C1 with spares), so the cache never
+//!   holds more than its capacity, blocks and spares together.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -20,13 +25,45 @@ use crate::sstable::Block;
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
 const NIL: usize = usize::MAX;
+/// Most spare buffers a shard keeps (C4).
+const SPARES: usize = 2;
 
 type Key = (u64, u64);
+
+/// A hasher for the caches' integer keys (table ids, file numbers, offsets): they are the
+/// engine's own numbers, not input an attacker picks, so SipHash's defence is not needed;
+/// each word is mixed in and the result finished with SplitMix64's mixer, so offsets that
+/// share their low bits still spread over the buckets.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct NumberHasher(u64);
+
+impl Hasher for NumberHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(23) ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    }
+
+    fn finish(&self) -> u64 {
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// A `HashMap` keyed by the engine's numbers, hashed with [`NumberHasher`].
+pub(crate) type NumberMap<K, V> = HashMap<K, V, BuildHasherDefault<NumberHasher>>;
 
 #[derive(Debug)]
 struct Node {
     key: Key,
-    block: Arc<Block>,
+    /// `None` once evicted (the slot waits in `free`).
+    block: Option<Arc<Block>>,
     charge: usize,
     prev: usize,
     next: usize,
@@ -35,13 +72,15 @@ struct Node {
 /// One LRU list in a slab: `head` is the most recently used.
 #[derive(Debug, Default)]
 struct Shard {
-    map: HashMap<Key, usize>,
+    map: NumberMap<Key, usize>,
     nodes: Vec<Node>,
     free: Vec<usize>,
     head: usize,
     tail: usize,
     usage: usize,
     capacity: usize,
+    /// Buffers of evicted blocks, to read new blocks into (C4).
+    spares: Vec<Vec<u8>>,
 }
 
 impl Shard {
@@ -82,7 +121,7 @@ impl Shard {
         let i = *self.map.get(key)?;
         self.unlink(i);
         self.push_front(i);
-        Some(Arc::clone(&self.nodes[i].block))
+        self.nodes[i].block.clone()
     }
 
     fn remove_index(&mut self, i: usize) {
@@ -91,18 +130,55 @@ impl Shard {
         self.map.remove(&key);
         self.usage -= self.nodes[i].charge;
         self.free.push(i);
+        // The slot keeps its `Arc` until reused; if no reader holds the block, keep its
+        // buffer as a spare instead (C4).
+        let block = self.nodes[i].block.take();
+        if self.spares.len() < SPARES
+            && let Some(block) = block
+            && let Ok(block) = Arc::try_unwrap(block)
+        {
+            let data = block.into_data();
+            self.usage += data.capacity();
+            self.spares.push(data);
+        }
+    }
+
+    fn take_spare(&mut self) -> Option<Vec<u8>> {
+        let data = self.spares.pop()?;
+        self.usage -= data.capacity();
+        Some(data)
     }
 
     fn insert(&mut self, key: Key, block: Arc<Block>, charge: usize) {
         if let Some(&i) = self.map.get(&key) {
             self.remove_index(i);
         }
-        while self.usage + charge > self.capacity && self.tail != NIL {
+        // Spares count like blocks (C4): blocks go first, spares only when none is left.
+        while self.usage + charge > self.capacity {
+            if self.tail != NIL {
+                self.remove_index(self.tail);
+            } else if self.take_spare().is_none() {
+                break;
+            }
+        }
+        // Keep a spare ready: a shard with none gives its least recently used block for
+        // one if no reader holds it, so the next read here allocates nothing (the cache
+        // then holds one block fewer per shard; the charge stays within capacity).
+        if self.spares.is_empty()
+            && self.tail != NIL
+            && self.nodes[self.tail]
+                .block
+                .as_ref()
+                .is_some_and(|b| Arc::strong_count(b) == 1)
+        {
             self.remove_index(self.tail);
+            while self.usage + charge > self.capacity && self.tail != NIL {
+                self.remove_index(self.tail);
+            }
         }
         let node = Node {
             key,
-            block,
+            block: Some(block),
             charge,
             prev: NIL,
             next: NIL,
@@ -171,6 +247,13 @@ impl BlockCache {
         self.shard(&key).get(&key)
     }
 
+    /// A buffer to read block `(id, offset)` into before caching it: the bytes of a block
+    /// evicted earlier from the shard it will go to (C4), or an empty one. Its insert then
+    /// evicts there and leaves the next spare.
+    pub fn spare_buffer(&self, id: u64, offset: u64) -> Vec<u8> {
+        self.shard(&(id, offset)).take_spare().unwrap_or_default()
+    }
+
     /// Caches `block` under `(id, offset)`, evicting the least recently used blocks.
     pub fn insert(&self, id: u64, offset: u64, block: Arc<Block>) {
         let key = (id, offset);
@@ -197,19 +280,74 @@ mod tests {
     }
 
     #[test]
+    fn an_evicted_block_no_one_holds_becomes_a_charged_spare() {
+        let cap = SHARDS * 1000;
+        // Offsets of table 7 that fall in one shard.
+        let shard_of = |off: u64| {
+            let h = (7u64 ^ off.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+            (h >> (64 - SHARD_BITS)) as usize
+        };
+        let offs: Vec<u64> = (0..100_000u64)
+            .filter(|&o| shard_of(o) == shard_of(0))
+            .take(8)
+            .collect();
+
+        // Blocks readers hold are never reused, however many are evicted.
+        let cache = BlockCache::new(cap);
+        let held: Vec<Arc<Block>> = offs.iter().map(|_| block(300)).collect();
+        for (o, b) in offs.iter().zip(&held) {
+            cache.insert(7, *o, Arc::clone(b));
+            assert!(cache.usage() <= cap);
+        }
+        assert!(cache.spare_buffer(7, offs[0]).is_empty());
+
+        // Blocks no one holds give their buffers as spares, charged within capacity.
+        let cache = BlockCache::new(cap);
+        for o in &offs {
+            cache.insert(7, *o, block(300));
+            assert!(cache.usage() <= cap);
+        }
+        let before = cache.usage();
+        let spare = cache.spare_buffer(7, offs[0]);
+        assert!(
+            !spare.is_empty(),
+            "an evicted block's bytes come back as a spare"
+        );
+        assert_eq!(cache.usage(), before - spare.capacity());
+    }
+
+    #[test]
+    fn number_hashes_spread_offsets_that_share_low_bits() {
+        use std::hash::BuildHasher;
+        let b = BuildHasherDefault::<NumberHasher>::default();
+        // Block offsets are often multiples of the block size: low bits all zero.
+        let low: std::collections::HashSet<u64> = (0..1024u64)
+            .map(|k| b.hash_one((1u64, k * 4096)) & 1023)
+            .collect();
+        assert!(low.len() > 550, "{} of 1024 buckets used", low.len());
+        let high: std::collections::HashSet<u64> = (0..1024u64)
+            .map(|k| b.hash_one((1u64, k * 4096)) >> 54)
+            .collect();
+        assert!(high.len() > 550, "{} of 1024 top values used", high.len());
+    }
+
+    #[test]
     fn hit_miss_and_lru_eviction() {
         let mut shard = Shard::new(300);
-        shard.insert((1, 0), block(80), 100);
-        shard.insert((1, 1), block(80), 100);
-        shard.insert((1, 2), block(80), 100);
+        // Readers hold every block, so none is kept as a spare (C4) and the charges
+        // below are the entries' alone.
+        let held: Vec<Arc<Block>> = (0..5).map(|_| block(80)).collect();
+        shard.insert((1, 0), Arc::clone(&held[0]), 100);
+        shard.insert((1, 1), Arc::clone(&held[1]), 100);
+        shard.insert((1, 2), Arc::clone(&held[2]), 100);
         assert!(shard.get(&(1, 0)).is_some()); // 0 is now the most recent
-        shard.insert((1, 3), block(80), 100); // evicts 1, the least recent
+        shard.insert((1, 3), Arc::clone(&held[3]), 100); // evicts 1, the least recent
         assert!(shard.get(&(1, 1)).is_none());
         assert!(shard.get(&(1, 0)).is_some());
         assert!(shard.get(&(1, 2)).is_some());
         assert!(shard.get(&(1, 3)).is_some());
         assert_eq!(shard.usage, 300);
-        shard.insert((1, 2), block(10), 50); // replace: charge updated
+        shard.insert((1, 2), Arc::clone(&held[4]), 50); // replace: charge updated
         assert_eq!(shard.usage, 250);
     }
 

@@ -5,7 +5,6 @@
 //! file handle) for the next lookup. Tables are handed out as `Arc`s, so closing one only
 //! drops the cache's reference: readers holding it keep reading.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -18,7 +17,7 @@ use crate::sstable::{BlockReads, Table, TableIter};
 #[derive(Debug, Default)]
 struct Entries {
     /// File number to table and the tick of its last use.
-    map: HashMap<u64, (Arc<Table>, u64)>,
+    map: crate::cache::NumberMap<u64, (Arc<Table>, u64)>,
     tick: u64,
 }
 

@@ -29,6 +29,11 @@ pub struct Block {
 }
 
 impl Block {
+    /// The block's bytes, for reuse as the buffer of another block.
+    pub fn into_data(self) -> Vec<u8> {
+        self.data
+    }
+
     /// Checks the block's trailer and restart array.
     pub fn new(data: Vec<u8>) -> Result<Self> {
         let n = data.len();

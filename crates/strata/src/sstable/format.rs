@@ -153,6 +153,26 @@ pub fn read_block(
     handle: BlockHandle,
     verify_checksum: bool,
 ) -> Result<Vec<u8>> {
+    read_block_into(
+        file,
+        file_name,
+        file_size,
+        handle,
+        verify_checksum,
+        Vec::new(),
+    )
+}
+
+/// [`read_block`] into `out`, a buffer to reuse (a block the cache let go of): its bytes
+/// are overwritten, and only growth past its length is zeroed.
+pub fn read_block_into(
+    file: &dyn RandomAccessFile,
+    file_name: &str,
+    file_size: u64,
+    handle: BlockHandle,
+    verify_checksum: bool,
+    out: Vec<u8>,
+) -> Result<Vec<u8>> {
     let end = handle
         .offset
         .checked_add(handle.size)
@@ -184,9 +204,10 @@ pub fn read_block(
                     ),
                 )
             })?;
-        return decode_block(file_name, handle, stored, verify_checksum);
+        return decode_block(file_name, handle, stored, verify_checksum, out);
     }
-    let read_into = |buf: &mut Vec<u8>| -> Result<Vec<u8>> {
+    let mut out = Some(out);
+    let mut read_into = |buf: &mut Vec<u8>| -> Result<Vec<u8>> {
         // Only growth is zeroed: the bytes past the old length.
         buf.resize(n, 0);
         let got = file.read_at(handle.offset, buf)?;
@@ -197,7 +218,13 @@ pub fn read_block(
                 format!("truncated block read: {got} of {n} bytes"),
             ));
         }
-        decode_block(file_name, handle, buf, verify_checksum)
+        decode_block(
+            file_name,
+            handle,
+            buf,
+            verify_checksum,
+            out.take().unwrap_or_default(),
+        )
     };
     if n <= SCRATCH_LIMIT {
         // `try_borrow_mut` cannot fail (nothing here reads a block while holding the
@@ -217,6 +244,7 @@ fn decode_block(
     handle: BlockHandle,
     stored: &[u8],
     verify_checksum: bool,
+    mut out: Vec<u8>,
 ) -> Result<Vec<u8>> {
     let located = |what: String| Error::corruption(file_name, handle.offset, what);
     let size = handle.size as usize;
@@ -231,7 +259,11 @@ fn decode_block(
         }
     }
     match ty {
-        0 => Ok(stored[..size].to_vec()),
+        0 => {
+            out.clear();
+            out.extend_from_slice(&stored[..size]);
+            Ok(out)
+        }
         1 => {
             let compressed = &stored[..size];
             let len = snap::raw::decompress_len(compressed)
@@ -241,9 +273,21 @@ fn decode_block(
                     "Snappy block of {size} bytes claims {len} uncompressed"
                 )));
             }
-            snap::raw::Decoder::new()
-                .decompress_vec(compressed)
-                .map_err(|e| located(format!("bad Snappy block: {e}")))
+            // Reuse `out` as it is: only bytes past its length need zeroing first.
+            if out.len() >= len {
+                out.truncate(len);
+            } else {
+                out.resize(len, 0);
+            }
+            let n = snap::raw::Decoder::new()
+                .decompress(compressed, &mut out)
+                .map_err(|e| located(format!("bad Snappy block: {e}")))?;
+            if n != len {
+                return Err(located(format!(
+                    "Snappy block uncompressed to {n} bytes, its header says {len}"
+                )));
+            }
+            Ok(out)
         }
         other => Err(located(format!("unknown block compression type {other}"))),
     }

@@ -169,12 +169,18 @@ impl Table {
         {
             return Ok(block);
         }
-        let data = format::read_block(
+        // A buffer the cache let go of, if it has one: no allocation, no zeroing.
+        let buffer = match &self.cache {
+            Some((cache, id)) if reads.fill_cache => cache.spare_buffer(*id, handle.offset),
+            _ => Vec::new(),
+        };
+        let data = format::read_block_into(
             self.file.as_ref(),
             &self.name,
             self.size,
             handle,
             reads.verify_checksums,
+            buffer,
         )?;
         let block = Block::new(data)
             .map(Arc::new)
