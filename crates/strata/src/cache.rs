@@ -161,10 +161,12 @@ impl Shard {
                 break;
             }
         }
-        // Keep a spare ready: a shard with none gives its least recently used block for
-        // one if no reader holds it, so the next read here allocates nothing (the cache
-        // then holds one block fewer per shard; the charge stays within capacity).
+        // Keep a spare ready in a full shard (no room left for another block this size):
+        // with none, it gives its least recently used block for one if no reader holds
+        // it, so the next read here allocates nothing (a full shard then holds one block
+        // fewer; the charge stays within capacity). A shard with room evicts nothing.
         if self.spares.is_empty()
+            && self.usage + 2 * charge > self.capacity
             && self.tail != NIL
             && self.nodes[self.tail]
                 .block
@@ -314,6 +316,17 @@ mod tests {
             "an evicted block's bytes come back as a spare"
         );
         assert_eq!(cache.usage(), before - spare.capacity());
+    }
+
+    #[test]
+    fn a_cache_with_room_evicts_nothing() {
+        let cache = BlockCache::new(SHARDS * 100_000);
+        for off in 0..100u64 {
+            cache.insert(3, off, block(300));
+        }
+        for off in 0..100u64 {
+            assert!(cache.get(3, off).is_some(), "block {off} was evicted");
+        }
     }
 
     #[test]
