@@ -1,8 +1,9 @@
-//! [`BlockCache`]: a sharded LRU cache of decoded blocks, charged in bytes.
+//! [`BlockCache`]: a sharded cache of decoded blocks, charged in bytes, evicting in CLOCK
+//! order (second chance: an approximation of least-recently-used).
 //!
 //! Keys are `(cache id, block offset)`: each open table gets a unique id from
 //! [`BlockCache::new_id`], so one cache can serve every table of every database that
-//! shares it. Each shard is an LRU list under its own mutex; a key's shard is picked by
+//! shares it. Each shard is a slab under its own mutex; a key's shard is picked by
 //! hashing it, so concurrent readers rarely contend.
 //!
 //! Invariants:
@@ -24,7 +25,6 @@ use crate::sstable::Block;
 
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
-const NIL: usize = usize::MAX;
 /// Most spare buffers a shard keeps (C4).
 const SPARES: usize = 2;
 
@@ -65,18 +65,21 @@ struct Node {
     /// `None` once evicted (the slot waits in `free`).
     block: Option<Arc<Block>>,
     charge: usize,
-    prev: usize,
-    next: usize,
+    /// Read since the clock hand last passed (its second chance).
+    referenced: bool,
 }
 
-/// One LRU list in a slab: `head` is the most recently used.
+/// One shard: blocks in a slab, evicted in CLOCK order (second chance), an approximation
+/// of least-recently-used that costs a hit one store into its own node instead of moving
+/// it in a list (which touched two neighbours and the head: three cache misses on a
+/// cache far larger than the CPU's).
 #[derive(Debug, Default)]
 struct Shard {
     map: NumberMap<Key, usize>,
     nodes: Vec<Node>,
     free: Vec<usize>,
-    head: usize,
-    tail: usize,
+    /// The clock hand: the slot looked at next for eviction.
+    hand: usize,
     usage: usize,
     capacity: usize,
     /// Buffers of evicted blocks, to read new blocks into (C4).
@@ -86,46 +89,41 @@ struct Shard {
 impl Shard {
     fn new(capacity: usize) -> Self {
         Shard {
-            head: NIL,
-            tail: NIL,
             capacity,
             ..Shard::default()
         }
     }
 
-    fn unlink(&mut self, i: usize) {
-        let (prev, next) = (self.nodes[i].prev, self.nodes[i].next);
-        match prev {
-            NIL => self.head = next,
-            p => self.nodes[p].next = next,
-        }
-        match next {
-            NIL => self.tail = prev,
-            n => self.nodes[n].prev = prev,
-        }
-    }
-
-    fn push_front(&mut self, i: usize) {
-        self.nodes[i].prev = NIL;
-        self.nodes[i].next = self.head;
-        if self.head != NIL {
-            self.nodes[self.head].prev = i;
-        }
-        self.head = i;
-        if self.tail == NIL {
-            self.tail = i;
-        }
-    }
-
     fn get(&mut self, key: &Key) -> Option<Arc<Block>> {
         let i = *self.map.get(key)?;
-        self.unlink(i);
-        self.push_front(i);
-        self.nodes[i].block.clone()
+        let node = &mut self.nodes[i];
+        node.referenced = true;
+        node.block.clone()
+    }
+
+    /// The slot to evict next: the hand passes over free slots, and over referenced
+    /// blocks, clearing their bit. `None` when the shard holds no block. Ends within two
+    /// turns of the slab: after one, no bit is left set.
+    fn victim(&mut self) -> Option<usize> {
+        if self.map.is_empty() {
+            return None;
+        }
+        loop {
+            if self.hand >= self.nodes.len() {
+                self.hand = 0;
+            }
+            let node = &mut self.nodes[self.hand];
+            if node.block.is_some() {
+                if !node.referenced {
+                    return Some(self.hand);
+                }
+                node.referenced = false;
+            }
+            self.hand += 1;
+        }
     }
 
     fn remove_index(&mut self, i: usize) {
-        self.unlink(i);
         let key = self.nodes[i].key;
         self.map.remove(&key);
         self.usage -= self.nodes[i].charge;
@@ -155,35 +153,36 @@ impl Shard {
         }
         // Spares count like blocks (C4): blocks go first, spares only when none is left.
         while self.usage + charge > self.capacity {
-            if self.tail != NIL {
-                self.remove_index(self.tail);
+            if let Some(v) = self.victim() {
+                self.remove_index(v);
             } else if self.take_spare().is_none() {
                 break;
             }
         }
         // Keep a spare ready in a full shard (no room left for another block this size):
-        // with none, it gives its least recently used block for one if no reader holds
-        // it, so the next read here allocates nothing (a full shard then holds one block
-        // fewer; the charge stays within capacity). A shard with room evicts nothing.
+        // with none, it gives the next victim for one if no reader holds it, so the next
+        // read here allocates nothing (a full shard then holds one block fewer; the charge
+        // stays within capacity). A shard with room evicts nothing.
         if self.spares.is_empty()
             && self.usage + 2 * charge > self.capacity
-            && self.tail != NIL
-            && self.nodes[self.tail]
+            && let Some(v) = self.victim()
+            && self.nodes[v]
                 .block
                 .as_ref()
                 .is_some_and(|b| Arc::strong_count(b) == 1)
         {
-            self.remove_index(self.tail);
-            while self.usage + charge > self.capacity && self.tail != NIL {
-                self.remove_index(self.tail);
+            self.remove_index(v);
+            while self.usage + charge > self.capacity
+                && let Some(v) = self.victim()
+            {
+                self.remove_index(v);
             }
         }
         let node = Node {
             key,
             block: Some(block),
             charge,
-            prev: NIL,
-            next: NIL,
+            referenced: false,
         };
         let i = match self.free.pop() {
             Some(i) => {
@@ -196,7 +195,6 @@ impl Shard {
             }
         };
         self.map.insert(key, i);
-        self.push_front(i);
         self.usage += charge;
     }
 }
@@ -345,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn hit_miss_and_lru_eviction() {
+    fn hit_miss_and_clock_eviction() {
         let mut shard = Shard::new(300);
         // Readers hold every block, so none is kept as a spare (C4) and the charges
         // below are the entries' alone.
