@@ -872,11 +872,14 @@ mod tests {
                 assert!(r.latency_us.is_some());
             }
         }
-        // deleteseq removed every key: a scan finds nothing.
+        // deleteseq removed every key: a scan finds nothing (but on the null engine,
+        // whose scans are the harness's cost alone and never depend on what was written).
         let after = runner
             .run(&spec("readseq", &flags).unwrap())
             .unwrap()
             .unwrap();
-        assert_eq!(after.bytes, 0);
+        if kind.name() != "null" {
+            assert_eq!(after.bytes, 0);
+        }
     }
 }

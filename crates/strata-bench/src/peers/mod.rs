@@ -8,6 +8,7 @@ pub mod kyoto;
 pub mod leveldb;
 #[cfg(feature = "lmdb")]
 pub mod lmdb;
+pub mod null;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb;
 #[cfg(feature = "sqlite")]
@@ -40,5 +41,7 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
         v.push(&sqlite::SqliteKind { wal: false });
         v.push(&sqlite::SqliteKind { wal: true });
     }
+    // Last: the harness's own cost per operation, the floor under every other column.
+    v.push(&null::NullKind);
     v
 }
