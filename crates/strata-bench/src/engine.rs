@@ -215,7 +215,7 @@ pub mod strata_engine {
             Ok(self.db.put_opt(key, value, &wo(sync))?)
         }
         fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-            Ok(super::found(out, self.db.get(key)?))
+            Ok(super::found(out, self.db.get_pinned(key)?))
         }
         fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
             Ok(self.db.delete_opt(key, &wo(sync))?)

@@ -36,8 +36,8 @@ pub mod version;
 
 pub use batch::WriteBatch;
 pub use db::{
-    Counters, Db, DbIterator, KeyValue, LevelIter, MAX_KEY_SIZE, MAX_VALUE_SIZE, Range,
-    VerifyReport,
+    Counters, Db, DbIterator, KeyValue, LevelIter, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice,
+    Range, VerifyReport,
 };
 pub use error::{Corruption, Error, Result};
 pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions};

@@ -111,6 +111,17 @@ impl TableCache {
         self.find(number, size)?.get(ikey, reads)
     }
 
+    /// [`TableCache::get`] with the value as a view into its block.
+    pub fn get_pinned(
+        &self,
+        number: u64,
+        size: u64,
+        ikey: &[u8],
+        reads: BlockReads,
+    ) -> Result<Option<(Vec<u8>, crate::sstable::BlockSlice)>> {
+        self.find(number, size)?.get_pinned(ikey, reads)
+    }
+
     /// A cursor over table `number`.
     pub fn iter(&self, number: u64, size: u64, reads: BlockReads) -> Result<TableIter> {
         Ok(self.find(number, size)?.iter(reads))

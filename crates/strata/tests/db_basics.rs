@@ -351,3 +351,56 @@ fn smallest_write_buffer_fills_each_memtable() {
         assert_eq!(db.get(format!("key{i:06}")).unwrap().unwrap(), [b'v'; 40]);
     }
 }
+
+/// `get_pinned` answers as `get` does, from the memtable, from tables, for deletions,
+/// absent keys and snapshots; a view stays right after its block leaves the cache and
+/// after the database is closed.
+#[test]
+fn get_pinned_answers_as_get_and_its_view_outlives_the_cache_and_the_db() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        block_cache: Some(strata::cache::BlockCache::new(8 << 10)), // a few blocks
+        ..small()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let value = |i: usize| format!("value-{i:05}-").repeat(5).into_bytes();
+    for i in 0..2000 {
+        db.put(format!("k{i:05}"), value(i)).unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    db.delete("k00007").unwrap();
+    db.put("k00008", "in the memtable").unwrap();
+    let snap = db.snapshot();
+    db.put("k00009", "after the snapshot").unwrap();
+
+    for i in 0..2000 {
+        let k = format!("k{i:05}");
+        let pinned = db.get_pinned(&k).unwrap().map(|p| p.to_vec());
+        assert_eq!(pinned, db.get(&k).unwrap(), "{k}");
+    }
+    assert!(db.get_pinned("k00007").unwrap().is_none());
+    assert!(db.get_pinned("absent").unwrap().is_none());
+    assert_eq!(
+        &*db.get_pinned("k00008").unwrap().unwrap(),
+        b"in the memtable"
+    );
+    let at_snap = ReadOptions {
+        snapshot: Some(snap),
+        ..ReadOptions::default()
+    };
+    assert_eq!(
+        db.get_pinned_opt("k00009", &at_snap)
+            .unwrap()
+            .unwrap()
+            .to_vec(),
+        value(9)
+    );
+
+    // A view from a table, then many other reads through the tiny cache, then close.
+    let view = db.get_pinned("k01234").unwrap().unwrap();
+    for i in (0..2000).step_by(3) {
+        db.get(format!("k{i:05}")).unwrap();
+    }
+    drop(db);
+    assert_eq!(view.to_vec(), value(1234));
+}

@@ -344,7 +344,53 @@ impl Db {
 
     /// The value of `key` with the given read options.
     pub fn get_opt(&self, key: impl AsRef<[u8]>, options: &ReadOptions) -> Result<Option<Vec<u8>>> {
-        let key = key.as_ref();
+        self.lookup(
+            key.as_ref(),
+            options,
+            |v| v,
+            |tables, f, ikey, reads| tables.get(f.number, f.size, ikey, reads),
+        )
+    }
+
+    /// The value of `key` as a view into the block that holds it, without copying it out
+    /// (the `rocksdb` crate's `get_pinned`): the view keeps its block alive, whatever the
+    /// cache or the database do meanwhile. A value still in the memtable comes as a copy.
+    pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<PinnedSlice>> {
+        self.get_pinned_opt(key, &ReadOptions::default())
+    }
+
+    /// [`Db::get_pinned`] with read options.
+    pub fn get_pinned_opt(
+        &self,
+        key: impl AsRef<[u8]>,
+        options: &ReadOptions,
+    ) -> Result<Option<PinnedSlice>> {
+        self.lookup(
+            key.as_ref(),
+            options,
+            |v| PinnedSlice(Pinned::Owned(v)),
+            |tables, f, ikey, reads| {
+                Ok(tables
+                    .get_pinned(f.number, f.size, ikey, reads)?
+                    .map(|(k, v)| (k, PinnedSlice(Pinned::Block(v)))))
+            },
+        )
+    }
+
+    /// A point lookup: the memtables, then the tables level by level; `from_memtable`
+    /// turns a memtable's value into the caller's kind, `from_table` looks in one table.
+    fn lookup<V>(
+        &self,
+        key: &[u8],
+        options: &ReadOptions,
+        from_memtable: impl Fn(Vec<u8>) -> V,
+        from_table: impl Fn(
+            &crate::table_cache::TableCache,
+            &crate::version::FileMeta,
+            &[u8],
+            BlockReads,
+        ) -> Result<Option<(Vec<u8>, V)>>,
+    ) -> Result<Option<V>> {
         let inner = &self.inner;
         let (seqnum, mem, imm, version) = {
             let st = inner.lock();
@@ -358,18 +404,14 @@ impl Db {
         };
         for m in std::iter::once(&mem).chain(imm.as_ref()) {
             match m.get(key, seqnum) {
-                Some(Lookup::Value(v)) => return Ok(Some(v)),
+                Some(Lookup::Value(v)) => return Ok(Some(from_memtable(v))),
                 Some(Lookup::Deleted) => return Ok(None),
                 None => {}
             }
         }
+        let reads = BlockReads::user(options.verify_checksums, options.fill_cache);
         let (result, seek_charged) = version.get(key, seqnum, |f, ikey| {
-            inner.table_cache.get(
-                f.number,
-                f.size,
-                ikey,
-                BlockReads::user(options.verify_checksums, options.fill_cache),
-            )
+            from_table(&inner.table_cache, f, ikey, reads)
         })?;
         if seek_charged.is_some() {
             let mut st = inner.lock();
@@ -573,5 +615,39 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+/// A value read by [`Db::get_pinned`]: a view into the table block that holds it (which
+/// it keeps alive), or a copy when the value came from the memtable. Dereferences to
+/// `[u8]`.
+#[derive(Debug, Clone)]
+pub struct PinnedSlice(Pinned);
+
+#[derive(Debug, Clone)]
+enum Pinned {
+    Owned(Vec<u8>),
+    Block(crate::sstable::BlockSlice),
+}
+
+impl std::ops::Deref for PinnedSlice {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Pinned::Owned(v) => v,
+            Pinned::Block(b) => b,
+        }
+    }
+}
+
+impl AsRef<[u8]> for PinnedSlice {
+    fn as_ref(&self) -> &[u8] {
+        self
+    }
+}
+
+impl PartialEq<[u8]> for PinnedSlice {
+    fn eq(&self, other: &[u8]) -> bool {
+        **self == *other
     }
 }

@@ -110,6 +110,21 @@ struct Entry {
     delta: usize,
 }
 
+/// Bytes inside a block, kept alive by the view: a value handed out without a copy.
+#[derive(Debug, Clone)]
+pub struct BlockSlice {
+    block: Arc<Block>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for BlockSlice {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.block.data[self.start..self.end]
+    }
+}
+
 /// A cursor over a block's entries.
 #[derive(Debug)]
 pub struct BlockIter<O: KeyOrder> {
@@ -127,6 +142,16 @@ pub struct BlockIter<O: KeyOrder> {
 }
 
 impl<O: KeyOrder> BlockIter<O> {
+    /// The current value as a view that keeps the block alive (empty when not valid).
+    pub fn value_slice(&self) -> BlockSlice {
+        let (start, end) = if self.valid() { self.value } else { (0, 0) };
+        BlockSlice {
+            block: Arc::clone(&self.block),
+            start,
+            end,
+        }
+    }
+
     fn decode_entry(&self, offset: usize) -> Option<Entry> {
         let limit = self.block.restarts;
         let src = self.block.data.get(offset..limit)?;

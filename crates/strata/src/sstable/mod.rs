@@ -24,7 +24,7 @@ pub mod format;
 mod table;
 mod table_builder;
 
-pub use block::{Block, BlockIter};
+pub use block::{Block, BlockIter, BlockSlice};
 pub use block_builder::BlockBuilder;
 pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
 pub use format::{BlockHandle, Compression, Footer};

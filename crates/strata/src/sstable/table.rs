@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter};
+use super::block::{Block, BlockIter, BlockSlice};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
 use crate::cache::BlockCache;
@@ -200,6 +200,27 @@ impl Table {
     /// when there is none or the filter rules out `ikey`'s user key. Callers compare the
     /// user key of the result with their own.
     pub fn get(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.find_entry(ikey, reads, |it| (it.key().to_vec(), it.value().to_vec()))
+    }
+
+    /// [`Table::get`] with the value as a view into its block (no copy; the view keeps
+    /// the block alive).
+    pub fn get_pinned(
+        &self,
+        ikey: &[u8],
+        reads: BlockReads,
+    ) -> Result<Option<(Vec<u8>, BlockSlice)>> {
+        self.find_entry(ikey, reads, |it| (it.key().to_vec(), it.value_slice()))
+    }
+
+    /// Positions a cursor on the first entry at or after `ikey` in the data block that
+    /// would hold it, and hands it to `take`; `None` as for [`Table::get`].
+    fn find_entry<T>(
+        &self,
+        ikey: &[u8],
+        reads: BlockReads,
+        take: impl FnOnce(&BlockIter<InternalOrder>) -> T,
+    ) -> Result<Option<T>> {
         let mut index = self.index.iter(InternalOrder);
         index.seek(ikey);
         index.status().map_err(|e| e.located(&self.name, 0))?;
@@ -218,7 +239,7 @@ impl Table {
         it.seek(ikey);
         it.status()
             .map_err(|e| e.located(&self.name, handle.offset))?;
-        Ok(it.valid().then(|| (it.key().to_vec(), it.value().to_vec())))
+        Ok(it.valid().then(|| take(&it)))
     }
 
     /// Approximate file offset where the data for `ikey` would start.

@@ -46,9 +46,9 @@ impl FileMeta {
 
 /// What a version knows of a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GetResult {
+pub enum GetResult<V = Vec<u8>> {
     /// The newest visible version is this value.
-    Value(Vec<u8>),
+    Value(V),
     /// The newest visible version is a deletion.
     Deleted,
     /// No table holds the key.
@@ -191,12 +191,12 @@ impl Version {
     /// another table is consulted after it, is charged a seek; the table whose seeks run
     /// out is returned for compaction.
     #[allow(clippy::type_complexity)]
-    pub fn get(
+    pub fn get<V>(
         &self,
         user_key: &[u8],
         seqnum: u64,
-        mut lookup: impl FnMut(&FileMeta, &[u8]) -> Result<Option<(Vec<u8>, Vec<u8>)>>,
-    ) -> Result<(GetResult, Option<(usize, Arc<FileMeta>)>)> {
+        mut lookup: impl FnMut(&FileMeta, &[u8]) -> Result<Option<(Vec<u8>, V)>>,
+    ) -> Result<(GetResult<V>, Option<(usize, Arc<FileMeta>)>)> {
         let ikey = make_internal_key(user_key, seqnum, ValueType::Value);
         let mut first_miss: Option<(usize, Arc<FileMeta>)> = None;
         let mut consulted = 0usize;
