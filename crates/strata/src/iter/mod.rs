@@ -30,6 +30,8 @@ pub trait Cursor {
     fn status(&self) -> Result<()>;
 }
 
+#[cfg(test)]
+pub(crate) mod conformance;
 mod merging;
 
 pub use merging::MergingIter;

@@ -1,0 +1,237 @@
+//! One conformance check for every [`Cursor`]: a seeded random walk (seeks to the first and
+//! last entries, to present keys, to keys between and beyond them, steps both ways and
+//! direction changes) compared at every position with the sorted entries it must show.
+//! The layers' tests below build a block, a table, a memtable and a merge of blocks from
+//! the same kind of model and run the walk on each.
+
+use std::cmp::Ordering;
+
+use super::Cursor;
+
+/// Drives `cursor` for `steps` random moves and checks each position against `model`,
+/// the entries it holds in the cursor's order (`cmp`).
+pub(crate) fn check(
+    cursor: &mut dyn Cursor,
+    model: &[(Vec<u8>, Vec<u8>)],
+    cmp: fn(&[u8], &[u8]) -> Ordering,
+    seed: u64,
+    steps: usize,
+) {
+    let mut rng = seed | 1;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut at: Option<usize> = None;
+    for step in 0..steps {
+        let what;
+        match next() % 8 {
+            0 => {
+                what = "seek_to_first".to_string();
+                cursor.seek_to_first();
+                at = (!model.is_empty()).then_some(0);
+            }
+            1 => {
+                what = "seek_to_last".to_string();
+                cursor.seek_to_last();
+                at = model.len().checked_sub(1);
+            }
+            2 | 3 => {
+                let target = target(model, next());
+                what = format!("seek({target:?})");
+                cursor.seek(&target);
+                let i = model.partition_point(|(k, _)| cmp(k, &target) == Ordering::Less);
+                at = (i < model.len()).then_some(i);
+            }
+            4..=5 if at.is_some() => {
+                what = "next".to_string();
+                cursor.next();
+                at = at.map(|i| i + 1).filter(|&i| i < model.len());
+            }
+            _ if at.is_some() => {
+                what = "prev".to_string();
+                cursor.prev();
+                at = at.and_then(|i| i.checked_sub(1));
+            }
+            _ => continue, // a step needs a valid cursor
+        }
+        assert!(
+            cursor.status().is_ok(),
+            "step {step} {what}: {:?}",
+            cursor.status()
+        );
+        match at {
+            Some(i) => {
+                assert!(
+                    cursor.valid(),
+                    "step {step} {what}: invalid, want entry {i}"
+                );
+                assert_eq!(cursor.key(), &model[i].0[..], "step {step} {what}: key");
+                assert_eq!(cursor.value(), &model[i].1[..], "step {step} {what}: value");
+            }
+            None => assert!(!cursor.valid(), "step {step} {what}: valid, want the end"),
+        }
+    }
+}
+
+/// A seek target: a present key, one just after or before it, or beyond either end.
+fn target(model: &[(Vec<u8>, Vec<u8>)], r: u64) -> Vec<u8> {
+    if model.is_empty() || r.is_multiple_of(10) {
+        return if r.is_multiple_of(20) {
+            Vec::new()
+        } else {
+            vec![0xff; 40]
+        };
+    }
+    let mut k = model[(r >> 8) as usize % model.len()].0.clone();
+    match (r >> 4) % 3 {
+        0 => {}
+        1 => k.push(0),
+        _ => {
+            if let Some(last) = k.last_mut() {
+                *last = last.wrapping_sub(1);
+            }
+        }
+    }
+    k
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::iter::{BoxCursor, MergingIter};
+    use crate::key::{
+        Bytewise, InternalOrder, ValueType, compare_internal_keys, make_internal_key,
+    };
+    use crate::memtable::MemTable;
+    use crate::sstable::{Block, BlockBuilder, Compression, Table, TableBuilder, TableOptions};
+
+    fn bytewise(a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    /// `n` sorted, distinct user keys with shared prefixes, and values, from `seed`.
+    fn user_entries(seed: u64, n: usize) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut keys: Vec<Vec<u8>> = (0..n as u64)
+            .map(|i| {
+                let x = (i * 7919 + seed * 104_729) % 1_000_003;
+                format!("key{:03}/{x}", x % 37).into_bytes()
+            })
+            .collect();
+        keys.sort();
+        keys.dedup();
+        keys.into_iter()
+            .enumerate()
+            .map(|(i, k)| (k, format!("v{i}").repeat(i % 5 + 1).into_bytes()))
+            .collect()
+    }
+
+    /// The same entries as internal keys: each user key at seqnum `i + 1`.
+    fn internal(entries: &[(Vec<u8>, Vec<u8>)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, (k, v))| {
+                (
+                    make_internal_key(k, i as u64 + 1, ValueType::Value),
+                    v.clone(),
+                )
+            })
+            .collect();
+        out.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        out
+    }
+
+    fn block_of(entries: &[(Vec<u8>, Vec<u8>)], restart_interval: usize) -> Arc<Block> {
+        let mut b = BlockBuilder::new(restart_interval);
+        for (k, v) in entries {
+            b.add(k, v);
+        }
+        Arc::new(Block::new(b.finish().to_vec()).unwrap())
+    }
+
+    #[test]
+    fn block_cursors_conform() {
+        for seed in 1..6u64 {
+            for n in [0, 1, 2, 17, 300] {
+                let model = user_entries(seed, n);
+                for restart in [1, 2, 16] {
+                    let block = block_of(&model, restart);
+                    check(&mut block.iter(Bytewise), &model, bytewise, seed, 2_000);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn table_cursors_conform() {
+        for seed in 1..4u64 {
+            for n in [0, 1, 40, 2_000] {
+                let model = internal(&user_entries(seed, n));
+                let options = TableOptions {
+                    block_size: 256,
+                    restart_interval: 4,
+                    compression: if seed % 2 == 0 {
+                        Compression::Snappy
+                    } else {
+                        Compression::None
+                    },
+                    ..TableOptions::default()
+                };
+                let mut builder = TableBuilder::new(Box::new(Vec::new()), options);
+                for (k, v) in &model {
+                    builder.add(k, v).unwrap();
+                }
+                let (file, size) = builder.finish().unwrap();
+                let table = Arc::new(Table::open(Arc::new(*file), "t", size, true).unwrap());
+                let mut it = table.iter(crate::sstable::BlockReads::SCAN_ONCE);
+                check(&mut it, &model, compare_internal_keys, seed, 3_000);
+            }
+        }
+    }
+
+    #[test]
+    fn memtable_cursors_conform() {
+        for seed in 1..4u64 {
+            for (n, runs) in [(0, 0), (1, 0), (500, 0), (3_000, 2 << 10)] {
+                let entries = user_entries(seed, n);
+                let mem = if runs == 0 {
+                    MemTable::new()
+                } else {
+                    MemTable::for_write_buffer(64 << 10, runs)
+                };
+                for (i, (k, v)) in entries.iter().enumerate() {
+                    mem.add(i as u64 + 1, ValueType::Value, k, v);
+                }
+                let model = internal(&entries);
+                check(&mut mem.iter(), &model, compare_internal_keys, seed, 3_000);
+            }
+        }
+    }
+
+    #[test]
+    fn merging_cursors_conform() {
+        for seed in 1..6u64 {
+            let model = internal(&user_entries(seed, 600));
+            for children in [1, 2, 5] {
+                // Deal the entries out to the children round robin, so they interleave.
+                let mut parts: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); children];
+                for (i, e) in model.iter().enumerate() {
+                    parts[(i * 31 + seed as usize) % children].push(e.clone());
+                }
+                let cursors: Vec<BoxCursor> = parts
+                    .iter()
+                    .map(|p| Box::new(block_of(p, 3).iter(InternalOrder)) as BoxCursor)
+                    .collect();
+                let mut merged = MergingIter::new(cursors);
+                check(&mut merged, &model, compare_internal_keys, seed, 3_000);
+            }
+        }
+    }
+}
