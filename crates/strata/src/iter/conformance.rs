@@ -234,4 +234,116 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn level_cursors_conform() {
+        use crate::env::{Env, MemEnv};
+        use crate::table_cache::TableCache;
+        use crate::version::FileMeta;
+        let env: Arc<dyn Env> = Arc::new(MemEnv::new());
+        let dir = std::path::Path::new("/lvl");
+        for seed in 1..4u64 {
+            let model = internal(&user_entries(seed, 1_500));
+            // Cut the sorted entries into tables of 1 to 400 entries (a level: disjoint,
+            // in order).
+            let mut files = Vec::new();
+            let mut rest = &model[..];
+            let mut number = seed * 1_000;
+            while !rest.is_empty() {
+                number += 1;
+                let n = ((number * 7_919) % 400 + 1).min(rest.len() as u64) as usize;
+                let (part, tail) = rest.split_at(n);
+                rest = tail;
+                let file = env
+                    .new_writable(&crate::filename::table(dir, number))
+                    .unwrap();
+                let mut builder = TableBuilder::new(file, TableOptions::default());
+                for (k, v) in part {
+                    builder.add(k, v).unwrap();
+                }
+                let (_, size) = builder.finish().unwrap();
+                let first = part.first().map(|e| e.0.clone()).unwrap_or_default();
+                let last = part.last().map(|e| e.0.clone()).unwrap_or_default();
+                files.push(Arc::new(FileMeta::new(number, size, first, last)));
+            }
+            let cache = Arc::new(TableCache::new(
+                dir,
+                Arc::clone(&env),
+                crate::cache::BlockCache::new(64 << 10),
+                4,
+                false,
+            ));
+            let mut it =
+                crate::db::LevelIter::new(files, cache, crate::sstable::BlockReads::SCAN_ONCE);
+            check(&mut it, &model, compare_internal_keys, seed, 3_000);
+        }
+    }
+
+    /// The database cursor, as a [`Cursor`] (it has the same methods, not the trait).
+    struct DbCursor(crate::db::DbIterator);
+
+    impl Cursor for DbCursor {
+        fn valid(&self) -> bool {
+            self.0.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.0.seek_to_first()
+        }
+        fn seek_to_last(&mut self) {
+            self.0.seek_to_last()
+        }
+        fn seek(&mut self, target: &[u8]) {
+            self.0.seek(target)
+        }
+        fn next(&mut self) {
+            self.0.next()
+        }
+        fn prev(&mut self) {
+            self.0.prev()
+        }
+        fn key(&self) -> &[u8] {
+            self.0.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.0.value()
+        }
+        fn status(&self) -> crate::error::Result<()> {
+            self.0.status()
+        }
+    }
+
+    #[test]
+    fn database_cursors_conform() {
+        use crate::env::MemEnv;
+        for seed in 1..4u64 {
+            let env = MemEnv::new();
+            let db = crate::Db::open(
+                "/db",
+                crate::Options {
+                    create_if_missing: true,
+                    write_buffer_size: 16 << 10,
+                    env: Arc::new(env),
+                    ..crate::Options::default()
+                },
+            )
+            .unwrap();
+            let mut model = std::collections::BTreeMap::new();
+            for (i, (k, v)) in user_entries(seed, 2_000).into_iter().enumerate() {
+                db.put(&k, &v).unwrap();
+                model.insert(k.clone(), v);
+                if i % 7 == 3 {
+                    // Overwritten and deleted keys: versions the cursor must hide.
+                    db.put(&k, b"older").unwrap();
+                    db.delete(&k).unwrap();
+                    model.remove(&k);
+                }
+                if i == 900 {
+                    db.compact_range(None, None).unwrap();
+                }
+            }
+            let model: Vec<(Vec<u8>, Vec<u8>)> = model.into_iter().collect();
+            let mut it = DbCursor(db.raw_iterator());
+            check(&mut it, &model, bytewise, seed, 3_000);
+        }
+    }
 }
