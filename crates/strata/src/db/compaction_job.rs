@@ -289,7 +289,7 @@ fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
                 )?));
             }
         } else if !files.is_empty() {
-            children.push(Box::new(LevelIter::new(
+            children.push(Box::new(LevelIter::over_level(
                 files.clone(),
                 Arc::clone(&db.table_cache),
                 BlockReads::SCAN_ONCE,

@@ -1,170 +1,115 @@
 //! [`LevelIter`]: one cursor over a whole level (1 and deeper), whose tables are sorted
 //! and disjoint (V1): a concatenation, opening each table only when the cursor gets there.
+//! It is the same two-level cursor as a table's ([`TwoLevel`]): the outer cursor walks
+//! the level's file list ([`Files`], keyed by each table's largest key, as LevelDB's
+//! `LevelFileNumIterator`), and each entry opens a table through the table cache.
 
 use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::iter::Cursor;
+use crate::iter::{Cursor, Parts, TwoLevel};
 use crate::key::compare_internal_keys;
 use crate::sstable::{BlockReads, TableIter};
 use crate::table_cache::TableCache;
 use crate::version::FileMeta;
 
 /// A cursor over the tables of one level.
-pub struct LevelIter {
+pub type LevelIter = TwoLevel<Files, LevelParts>;
+
+impl TwoLevel<Files, LevelParts> {
+    /// A cursor over `files` (sorted, disjoint), opening tables through `table_cache`.
+    pub fn over_level(
+        files: Vec<Arc<FileMeta>>,
+        table_cache: Arc<TableCache>,
+        reads: BlockReads,
+    ) -> Self {
+        TwoLevel::new(
+            Files {
+                files,
+                at: usize::MAX,
+                value: [0; 16],
+            },
+            LevelParts { table_cache, reads },
+        )
+    }
+}
+
+/// A cursor over a level's file list: an entry per table, its key the table's largest key,
+/// its value the table's number and size (8 bytes each, little-endian).
+#[derive(Debug)]
+pub struct Files {
     files: Vec<Arc<FileMeta>>,
-    table_cache: Arc<TableCache>,
-    reads: BlockReads,
-    /// Index of the table `current` reads.
-    index: usize,
-    current: Option<TableIter>,
-    err: Option<Error>,
+    /// The current table; `usize::MAX` (or past the end) when not valid.
+    at: usize,
+    value: [u8; 16],
 }
 
-impl std::fmt::Debug for LevelIter {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LevelIter")
-            .field("files", &self.files.len())
-            .field("index", &self.index)
-            .finish()
-    }
-}
-
-impl LevelIter {
-    /// A cursor over `files` (sorted, disjoint).
-    pub fn new(files: Vec<Arc<FileMeta>>, table_cache: Arc<TableCache>, reads: BlockReads) -> Self {
-        LevelIter {
-            files,
-            table_cache,
-            reads,
-            index: 0,
-            current: None,
-            err: None,
-        }
-    }
-
-    fn open(&mut self, index: usize) -> bool {
-        self.index = index;
-        self.current = None;
-        if self.err.is_some() {
-            return false;
-        }
-        let Some(f) = self.files.get(index) else {
-            return false;
-        };
-        match self.table_cache.iter(f.number, f.size, self.reads) {
-            Ok(it) => {
-                self.current = Some(it);
-                true
-            }
-            Err(e) => {
-                self.err = Some(e);
-                false
-            }
-        }
-    }
-
-    fn check(&mut self) -> bool {
-        if let Some(Err(e)) = self.current.as_ref().map(|c| c.status()) {
-            self.err = Some(e);
-            self.current = None;
-        }
-        self.err.is_none()
-    }
-
-    fn skip_forward(&mut self) {
-        while self.check() && self.current.as_ref().is_some_and(|c| !c.valid()) {
-            if !self.open(self.index + 1) {
-                return;
-            }
-            if let Some(c) = self.current.as_mut() {
-                c.seek_to_first();
-            }
-        }
-    }
-
-    fn skip_backward(&mut self) {
-        while self.check() && self.current.as_ref().is_some_and(|c| !c.valid()) {
-            if self.index == 0 {
-                self.current = None;
-                return;
-            }
-            if !self.open(self.index - 1) {
-                return;
-            }
-            if let Some(c) = self.current.as_mut() {
-                c.seek_to_last();
-            }
+impl Files {
+    fn go(&mut self, at: usize) {
+        self.at = at;
+        if let Some(f) = self.files.get(at) {
+            self.value[..8].copy_from_slice(&f.number.to_le_bytes());
+            self.value[8..].copy_from_slice(&f.size.to_le_bytes());
         }
     }
 }
 
-impl Cursor for LevelIter {
+impl Cursor for Files {
     fn valid(&self) -> bool {
-        self.err.is_none() && self.current.as_ref().is_some_and(|c| c.valid())
+        self.at < self.files.len()
     }
-
     fn seek_to_first(&mut self) {
-        if self.open(0)
-            && let Some(c) = self.current.as_mut()
-        {
-            c.seek_to_first();
-        }
-        self.skip_forward();
+        self.go(0);
     }
-
     fn seek_to_last(&mut self) {
-        if !self.files.is_empty()
-            && self.open(self.files.len() - 1)
-            && let Some(c) = self.current.as_mut()
-        {
-            c.seek_to_last();
-        }
-        self.skip_backward();
+        self.go(self.files.len().wrapping_sub(1));
     }
-
     fn seek(&mut self, target: &[u8]) {
-        let index = self
+        let at = self
             .files
             .partition_point(|f| compare_internal_keys(&f.largest, target) == Ordering::Less);
-        if self.open(index)
-            && let Some(c) = self.current.as_mut()
-        {
-            c.seek(target);
-        }
-        self.skip_forward();
+        self.go(at);
     }
-
     fn next(&mut self) {
-        if let Some(c) = self.current.as_mut().filter(|c| c.valid()) {
-            c.next();
-            self.skip_forward();
+        if self.valid() {
+            self.go(self.at + 1);
         }
     }
-
     fn prev(&mut self) {
-        if let Some(c) = self.current.as_mut().filter(|c| c.valid()) {
-            c.prev();
-            self.skip_backward();
+        if self.valid() {
+            self.go(self.at.wrapping_sub(1));
         }
     }
-
     fn key(&self) -> &[u8] {
-        match &self.current {
-            Some(c) if self.err.is_none() => c.key(),
-            _ => &[],
-        }
+        self.files.get(self.at).map_or(&[], |f| &f.largest)
     }
-
     fn value(&self) -> &[u8] {
-        match &self.current {
-            Some(c) if self.err.is_none() => c.value(),
-            _ => &[],
-        }
+        if self.valid() { &self.value } else { &[] }
     }
-
     fn status(&self) -> Result<()> {
-        crate::iter::status_of(&self.err)
+        Ok(())
+    }
+}
+
+/// How a level's cursor opens its parts: tables, through the table cache.
+#[derive(Debug)]
+pub struct LevelParts {
+    table_cache: Arc<TableCache>,
+    reads: BlockReads,
+}
+
+impl Parts for LevelParts {
+    type Part = TableIter;
+
+    fn open(&self, value: &[u8]) -> Result<TableIter> {
+        let word = |at: usize| {
+            value
+                .get(at..at + 8)
+                .and_then(|b| b.try_into().ok())
+                .map(u64::from_le_bytes)
+                .ok_or_else(|| Error::corruption("", 0, "bad file entry in a level cursor"))
+        };
+        self.table_cache.iter(word(0)?, word(8)?, self.reads)
     }
 }

@@ -474,7 +474,7 @@ impl Db {
             );
         }
         for files in version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
-            children.push(Box::new(LevelIter::new(
+            children.push(Box::new(LevelIter::over_level(
                 files.clone(),
                 Arc::clone(&inner.table_cache),
                 BlockReads::user(options.verify_checksums, options.fill_cache),

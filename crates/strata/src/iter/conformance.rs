@@ -273,8 +273,11 @@ mod tests {
                 4,
                 false,
             ));
-            let mut it =
-                crate::db::LevelIter::new(files, cache, crate::sstable::BlockReads::SCAN_ONCE);
+            let mut it = crate::db::LevelIter::over_level(
+                files,
+                cache,
+                crate::sstable::BlockReads::SCAN_ONCE,
+            );
             check(&mut it, &model, compare_internal_keys, seed, 3_000);
         }
     }

@@ -33,8 +33,10 @@ pub trait Cursor {
 #[cfg(test)]
 pub(crate) mod conformance;
 mod merging;
+mod two_level;
 
 pub use merging::MergingIter;
+pub use two_level::{Parts, TwoLevel};
 
 /// The `status` of a cursor that keeps its first error in `err`.
 pub(crate) fn status_of(err: &Option<crate::error::Error>) -> Result<()> {

@@ -13,7 +13,7 @@ use crate::cache::BlockCache;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::filter::BLOOM_POLICY_NAME;
-use crate::iter::Cursor;
+use crate::iter::{Cursor, Parts, TwoLevel};
 use crate::key::{self, Bytewise, InternalOrder};
 
 /// How a reader gets a table's data blocks.
@@ -256,170 +256,49 @@ impl Table {
 
     /// A cursor over every entry.
     pub fn iter(self: &Arc<Self>, reads: BlockReads) -> TableIter {
-        TableIter {
-            table: Arc::clone(self),
-            reads,
-            index: self.index.iter(InternalOrder),
-            data: None,
-            data_handle: BlockHandle::default(),
-            err: None,
-        }
+        TwoLevel::new(
+            self.index.iter(InternalOrder),
+            TableParts {
+                table: Arc::clone(self),
+                reads,
+            },
+        )
     }
 }
 
-/// A two-level cursor: the index block picks the data block, the data block the entry.
-/// Errors are sticky: after one, the cursor stays invalid and `status` reports it.
+/// How a table's cursor opens its parts: the index block's entries are the handles of
+/// the data blocks.
 #[derive(Debug)]
-pub struct TableIter {
+pub struct TableParts {
     table: Arc<Table>,
     reads: BlockReads,
-    index: BlockIter<InternalOrder>,
-    data: Option<BlockIter<InternalOrder>>,
-    data_handle: BlockHandle,
-    err: Option<Error>,
 }
 
-impl TableIter {
-    fn fail(&mut self, e: Error) {
-        if self.err.is_none() {
-            self.err = Some(e);
-        }
-        self.data = None;
+impl Parts for TableParts {
+    type Part = BlockIter<InternalOrder>;
+
+    fn open(&self, value: &[u8]) -> Result<Self::Part> {
+        let handle = BlockHandle::decode_exact(value)
+            .map_err(|e| e.located(&self.table.name, self.table.size))?;
+        Ok(self
+            .table
+            .read_block(handle, self.reads)?
+            .iter(InternalOrder))
     }
 
-    /// Points `data` at the block the index cursor names (reusing it if unchanged).
-    fn init_data_block(&mut self) {
-        if self.err.is_some() || !self.index.valid() {
-            self.data = None;
-            return;
-        }
-        let handle = match BlockHandle::decode_exact(self.index.value()) {
-            Ok(h) => h,
-            Err(e) => return self.fail(e.located(&self.table.name, self.table.size)),
-        };
-        if self.data.is_some() && handle == self.data_handle {
-            return;
-        }
-        match self.table.read_block(handle, self.reads) {
-            Ok(block) => {
-                self.data = Some(block.iter(InternalOrder));
-                self.data_handle = handle;
-            }
-            Err(e) => self.fail(e),
-        }
+    fn locate_part_error(&self, e: Error, value: &[u8]) -> Error {
+        let offset = BlockHandle::decode_exact(value).map_or(0, |h| h.offset);
+        e.located(&self.table.name, offset)
     }
 
-    /// Checks the data cursor for an error and moves it into `err`.
-    fn check_data(&mut self) -> bool {
-        if self.err.is_some() {
-            return false;
-        }
-        if let Some(Err(e)) = self.data.as_ref().map(|d| d.status()) {
-            let e = e.located(&self.table.name, self.data_handle.offset);
-            self.fail(e);
-            return false;
-        }
-        if let Err(e) = self.index.status() {
-            let e = e.located(&self.table.name, 0);
-            self.fail(e);
-            return false;
-        }
-        true
-    }
-
-    fn skip_empty_blocks_forward(&mut self) {
-        while self.check_data() && !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if !self.index.valid() {
-                self.data = None;
-                return;
-            }
-            self.index.next();
-            self.init_data_block();
-            if let Some(d) = self.data.as_mut() {
-                d.seek_to_first();
-            }
-        }
-    }
-
-    fn skip_empty_blocks_backward(&mut self) {
-        while self.check_data() && !self.data.as_ref().is_some_and(|d| d.valid()) {
-            if !self.index.valid() {
-                self.data = None;
-                return;
-            }
-            self.index.prev();
-            self.init_data_block();
-            if let Some(d) = self.data.as_mut() {
-                d.seek_to_last();
-            }
-        }
+    fn locate_outer_error(&self, e: Error) -> Error {
+        e.located(&self.table.name, 0)
     }
 }
 
-impl Cursor for TableIter {
-    fn valid(&self) -> bool {
-        self.err.is_none() && self.data.as_ref().is_some_and(|d| d.valid())
-    }
-
-    fn seek_to_first(&mut self) {
-        self.index.seek_to_first();
-        self.init_data_block();
-        if let Some(d) = self.data.as_mut() {
-            d.seek_to_first();
-        }
-        self.skip_empty_blocks_forward();
-    }
-
-    fn seek_to_last(&mut self) {
-        self.index.seek_to_last();
-        self.init_data_block();
-        if let Some(d) = self.data.as_mut() {
-            d.seek_to_last();
-        }
-        self.skip_empty_blocks_backward();
-    }
-
-    fn seek(&mut self, target: &[u8]) {
-        self.index.seek(target);
-        self.init_data_block();
-        if let Some(d) = self.data.as_mut() {
-            d.seek(target);
-        }
-        self.skip_empty_blocks_forward();
-    }
-
-    fn next(&mut self) {
-        if let Some(d) = self.data.as_mut().filter(|d| d.valid()) {
-            d.next();
-            self.skip_empty_blocks_forward();
-        }
-    }
-
-    fn prev(&mut self) {
-        if let Some(d) = self.data.as_mut().filter(|d| d.valid()) {
-            d.prev();
-            self.skip_empty_blocks_backward();
-        }
-    }
-
-    fn key(&self) -> &[u8] {
-        match &self.data {
-            Some(d) if self.err.is_none() => d.key(),
-            _ => &[],
-        }
-    }
-
-    fn value(&self) -> &[u8] {
-        match &self.data {
-            Some(d) if self.err.is_none() => d.value(),
-            _ => &[],
-        }
-    }
-
-    fn status(&self) -> Result<()> {
-        crate::iter::status_of(&self.err)
-    }
-}
+/// A cursor over a table's entries: the index block picks the data block, the data block
+/// the entry (a [`TwoLevel`] cursor). Errors are sticky.
+pub type TableIter = TwoLevel<BlockIter<InternalOrder>, TableParts>;
 
 #[cfg(test)]
 mod tests;
