@@ -80,9 +80,14 @@ pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8
 }
 
 /// `Db::resume`: runs paused background work now and waits until the background thread
-/// is idle or fails again.
+/// is idle or fails again. Work already running when it is called (a timed retry, say)
+/// started before the caller fixed the cause, so it is waited for first: its failure is
+/// not this call's, and what it paused is retried.
 pub(super) fn resume(db: &DbInner) -> Result<()> {
     let mut st = db.lock();
+    while st.bg_scheduled && st.bg_error.is_none() && !db.shutting_down.load(Ordering::Acquire) {
+        st = db.wait(&db.bg_cv, st);
+    }
     if let Some(e) = &st.bg_error {
         return Err(e.clone());
     }
