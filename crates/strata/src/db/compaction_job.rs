@@ -91,7 +91,14 @@ pub(super) fn run_compaction<'a>(
     let smallest_snapshot = db.snapshots.oldest().unwrap_or(st.versions.last_seqnum);
     drop(st);
     let started = Instant::now();
-    let (result, outputs, numbers, shard_count) = merge_shards(db, &c, smallest_snapshot);
+    let (
+        ShardResult {
+            result,
+            outputs,
+            numbers,
+        },
+        shard_count,
+    ) = merge_shards(db, &c, smallest_snapshot);
     st = db.lock();
     st.helper_shards += shard_count as u64 - 1;
     for n in &numbers {
@@ -154,30 +161,28 @@ struct ShardResult {
     numbers: Vec<u64>,
 }
 
+impl ShardResult {
+    /// A shard that ended with `result` before finishing or beginning any table.
+    fn of(result: std::result::Result<(), Failure>) -> Self {
+        ShardResult {
+            result,
+            outputs: Vec::new(),
+            numbers: Vec::new(),
+        }
+    }
+}
+
 /// Merges every shard of `c`, the first on this thread and each other on a helper thread,
-/// and gathers their outputs in shard order (H2). The first failure is the result; a
-/// failure stops the other shards at their next entry.
-fn merge_shards(
-    db: &DbInner,
-    c: &Compaction,
-    smallest_snapshot: u64,
-) -> (
-    std::result::Result<(), Failure>,
-    Vec<FileMetaData>,
-    Vec<u64>,
-    usize,
-) {
+/// and gathers their outputs in shard order (H2), with how many shards there were. The
+/// first failure is the result; a failure stops the other shards at their next entry.
+fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardResult, usize) {
     let min_bytes = 4 * c.max_output_file_size;
     let mut all = shards(c, db.options.max_subcompactions, min_bytes).into_iter();
     let first = all.next().unwrap_or_else(Shard::all);
     let rest: Vec<Shard> = all.collect();
     let abort = AtomicBool::new(false);
     let run = |shard: Shard, flushes: bool| {
-        let mut r = ShardResult {
-            result: Ok(()),
-            outputs: Vec::new(),
-            numbers: Vec::new(),
-        };
+        let mut r = ShardResult::of(Ok(()));
         let (to_sync, queue) = mpsc::channel();
         r.result = std::thread::scope(|scope| {
             let syncer = std::thread::Builder::new()
@@ -223,43 +228,35 @@ fn merge_shards(
         let mut results = vec![run(first, true)];
         for h in helpers {
             results.push(match h {
-                Ok(handle) => handle.join().unwrap_or_else(|_| ShardResult {
-                    result: Err(Failure::Stop(Error::InvalidArgument(
+                Ok(handle) => handle.join().unwrap_or_else(|_| {
+                    ShardResult::of(Err(Failure::Stop(Error::InvalidArgument(
                         "a compaction helper thread panicked".into(),
-                    ))),
-                    outputs: Vec::new(),
-                    numbers: Vec::new(),
+                    ))))
                 }),
-                Err(e) => ShardResult {
-                    result: Err(Failure::Stop(Error::io(
-                        "spawn compaction helper thread",
-                        e,
-                    ))),
-                    outputs: Vec::new(),
-                    numbers: Vec::new(),
-                },
+                Err(e) => ShardResult::of(Err(Failure::Stop(Error::io(
+                    "spawn compaction helper thread",
+                    e,
+                )))),
             });
         }
         results
     });
     let count = results.len();
-    let mut result = Ok(());
-    let mut outputs = Vec::new();
-    let mut numbers = Vec::new();
+    let mut all = ShardResult::of(Ok(()));
     for r in results {
         // A shard stopped by another's failure reports "aborted": keep the real cause.
-        let replaceable = match &result {
+        let replaceable = match &all.result {
             Ok(()) => true,
             Err(Failure::Stop(Error::InvalidArgument(m))) => m == ABORTED,
             Err(_) => false,
         };
         if replaceable && let Err(f) = r.result {
-            result = Err(f);
+            all.result = Err(f);
         }
-        outputs.extend(r.outputs);
-        numbers.extend(r.numbers);
+        all.outputs.extend(r.outputs);
+        all.numbers.extend(r.numbers);
     }
-    (result, outputs, numbers, count)
+    (all, count)
 }
 
 /// Syncs the tables of `queue` in order until the merge drops its end; after a failure the

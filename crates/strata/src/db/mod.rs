@@ -176,6 +176,11 @@ impl std::fmt::Debug for Db {
     }
 }
 
+/// An empty memtable for `options`: its write buffer, cut into runs as they ask.
+fn memtable_for(options: &Options) -> MemTable {
+    MemTable::for_write_buffer(options.write_buffer_size, options.memtable_run_size)
+}
+
 impl DbInner {
     fn lock(&self) -> MutexGuard<'_, State> {
         // Code under this lock does not panic on data (errors are values); if a bug ever
@@ -202,10 +207,7 @@ impl DbInner {
 
     /// An empty memtable cut into runs as the options ask.
     fn new_memtable(&self) -> MemTable {
-        MemTable::for_write_buffer(
-            self.options.write_buffer_size,
-            self.options.memtable_run_size,
-        )
+        memtable_for(&self.options)
     }
 
     /// Creates write-ahead log `number` (mapped unless `Options::mmap_wal` is off).

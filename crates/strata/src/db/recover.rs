@@ -141,10 +141,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         table_cache,
         snapshots: Arc::new(SnapshotList::default()),
         state: Mutex::new(State {
-            mem: Arc::new(MemTable::for_write_buffer(
-                options.write_buffer_size,
-                options.memtable_run_size,
-            )),
+            mem: Arc::new(super::memtable_for(&options)),
             imm: None,
             log: None,
             log_file_number: 0,

@@ -59,11 +59,6 @@ impl<O: Cursor, P: Parts> TwoLevel<O, P> {
         }
     }
 
-    /// How parts are opened (the table or table cache behind this cursor).
-    pub fn parts(&self) -> &P {
-        &self.parts
-    }
-
     fn fail(&mut self, e: Error) {
         if self.err.is_none() {
             self.err = Some(e);
@@ -109,30 +104,26 @@ impl<O: Cursor, P: Parts> TwoLevel<O, P> {
         true
     }
 
-    fn skip_empty_parts_forward(&mut self) {
+    /// Moves past parts with nothing left in the direction of travel: to the next part's
+    /// first entry (`forward`) or the previous part's last.
+    fn skip_empty_parts(&mut self, forward: bool) {
         while self.check() && !self.inner.as_ref().is_some_and(|p| p.valid()) {
             if !self.outer.valid() {
                 self.inner = None;
                 return;
             }
-            self.outer.next();
+            if forward {
+                self.outer.next();
+            } else {
+                self.outer.prev();
+            }
             self.init_inner();
             if let Some(p) = self.inner.as_mut() {
-                p.seek_to_first();
-            }
-        }
-    }
-
-    fn skip_empty_parts_backward(&mut self) {
-        while self.check() && !self.inner.as_ref().is_some_and(|p| p.valid()) {
-            if !self.outer.valid() {
-                self.inner = None;
-                return;
-            }
-            self.outer.prev();
-            self.init_inner();
-            if let Some(p) = self.inner.as_mut() {
-                p.seek_to_last();
+                if forward {
+                    p.seek_to_first();
+                } else {
+                    p.seek_to_last();
+                }
             }
         }
     }
@@ -149,7 +140,7 @@ impl<O: Cursor, P: Parts> Cursor for TwoLevel<O, P> {
         if let Some(p) = self.inner.as_mut() {
             p.seek_to_first();
         }
-        self.skip_empty_parts_forward();
+        self.skip_empty_parts(true);
     }
 
     fn seek_to_last(&mut self) {
@@ -158,7 +149,7 @@ impl<O: Cursor, P: Parts> Cursor for TwoLevel<O, P> {
         if let Some(p) = self.inner.as_mut() {
             p.seek_to_last();
         }
-        self.skip_empty_parts_backward();
+        self.skip_empty_parts(false);
     }
 
     fn seek(&mut self, target: &[u8]) {
@@ -167,20 +158,20 @@ impl<O: Cursor, P: Parts> Cursor for TwoLevel<O, P> {
         if let Some(p) = self.inner.as_mut() {
             p.seek(target);
         }
-        self.skip_empty_parts_forward();
+        self.skip_empty_parts(true);
     }
 
     fn next(&mut self) {
         if let Some(p) = self.inner.as_mut().filter(|p| p.valid()) {
             p.next();
-            self.skip_empty_parts_forward();
+            self.skip_empty_parts(true);
         }
     }
 
     fn prev(&mut self) {
         if let Some(p) = self.inner.as_mut().filter(|p| p.valid()) {
             p.prev();
-            self.skip_empty_parts_backward();
+            self.skip_empty_parts(false);
         }
     }
 

@@ -72,6 +72,10 @@ impl Run {
     fn memory_usage(&self) -> usize {
         self.list.memory_usage() + self.filter.as_ref().map_or(0, |f| f.memory_usage())
     }
+
+    fn cursor(&self) -> RunCursor {
+        RunCursor(skiplist::Cursor::new(Arc::clone(&self.list)))
+    }
 }
 
 /// A sorted in-memory table of internal keys and values.
@@ -211,13 +215,11 @@ impl MemTable {
     pub fn iter(&self) -> MemTableIter {
         let runs = self.runs();
         if let [run] = runs.as_slice() {
-            return MemTableIter(Inner::One(RunCursor(skiplist::Cursor::new(Arc::clone(
-                &run.list,
-            )))));
+            return MemTableIter(Inner::One(run.cursor()));
         }
         let children: Vec<BoxCursor> = runs
             .iter()
-            .map(|r| Box::new(RunCursor(skiplist::Cursor::new(Arc::clone(&r.list)))) as BoxCursor)
+            .map(|r| Box::new(r.cursor()) as BoxCursor)
             .collect();
         MemTableIter(Inner::Many(MergingIter::new(children)))
     }

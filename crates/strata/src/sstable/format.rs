@@ -173,20 +173,17 @@ pub fn read_block_into(
     verify_checksum: bool,
     out: Vec<u8>,
 ) -> Result<Vec<u8>> {
+    let located = |what: String| Error::corruption(file_name, handle.offset, what);
     let end = handle
         .offset
         .checked_add(handle.size)
         .and_then(|e| e.checked_add(BLOCK_TRAILER_SIZE as u64))
         .filter(|&e| e <= file_size)
         .ok_or_else(|| {
-            Error::corruption(
-                file_name,
-                handle.offset,
-                format!(
-                    "block handle ({} + {} bytes) runs past the end of the {file_size}-byte file",
-                    handle.offset, handle.size
-                ),
-            )
+            located(format!(
+                "block handle ({} + {} bytes) runs past the end of the {file_size}-byte file",
+                handle.offset, handle.size
+            ))
         })?;
     let n = (end - handle.offset) as usize;
     if let Some(bytes) = file.mapped() {
@@ -195,46 +192,31 @@ pub fn read_block_into(
             .ok()
             .and_then(|start| bytes.get(start..start + n))
             .ok_or_else(|| {
-                Error::corruption(
-                    file_name,
-                    handle.offset,
-                    format!(
-                        "truncated block read: the file holds {} bytes, the block ends at {end}",
-                        bytes.len()
-                    ),
-                )
+                located(format!(
+                    "truncated block read: the file holds {} bytes, the block ends at {end}",
+                    bytes.len()
+                ))
             })?;
         return decode_block(file_name, handle, stored, verify_checksum, out);
     }
-    let mut out = Some(out);
-    let mut read_into = |buf: &mut Vec<u8>| -> Result<Vec<u8>> {
+    let read_into = |buf: &mut Vec<u8>| -> Result<Vec<u8>> {
         // Only growth is zeroed: the bytes past the old length.
         buf.resize(n, 0);
         let got = file.read_at(handle.offset, buf)?;
         if got != n {
-            return Err(Error::corruption(
-                file_name,
-                handle.offset,
-                format!("truncated block read: {got} of {n} bytes"),
-            ));
+            return Err(located(format!("truncated block read: {got} of {n} bytes")));
         }
-        decode_block(
-            file_name,
-            handle,
-            buf,
-            verify_checksum,
-            out.take().unwrap_or_default(),
-        )
+        decode_block(file_name, handle, buf, verify_checksum, out)
     };
-    if n <= SCRATCH_LIMIT {
-        // `try_borrow_mut` cannot fail (nothing here reads a block while holding the
-        // scratch), but if it did, a fresh buffer is as good.
-        let scratch = SCRATCH.with(|s| s.try_borrow_mut().ok().map(|mut b| read_into(&mut b)));
-        if let Some(r) = scratch {
-            return r;
+    SCRATCH.with(|s| {
+        // Small blocks go through the scratch. `try_borrow_mut` cannot fail (nothing
+        // here reads a block while holding it), but if it did, a fresh buffer is as good.
+        let mut scratch = s.try_borrow_mut().ok().filter(|_| n <= SCRATCH_LIMIT);
+        match scratch.as_deref_mut() {
+            Some(buf) => read_into(buf),
+            None => read_into(&mut Vec::new()),
         }
-    }
-    read_into(&mut Vec::new())
+    })
 }
 
 /// Checks the trailer of `stored` (the block at `handle` followed by its trailer) when
