@@ -21,7 +21,7 @@ use strata::coding::{Decoder, decode_varint32, decode_varint64, put_varint32, pu
 use strata::env::{Env, MemEnv};
 use strata::iter::Cursor;
 use strata::key::InternalOrder;
-use strata::log::LogReader;
+use strata::log::{Checksums, LogReader};
 use strata::sstable::{Block, BlockReads, FilterBlockReader, Table};
 use strata::version::VersionEdit;
 use strata::{Db, Options, WriteBatch};
@@ -83,8 +83,11 @@ pub fn table(data: &[u8]) {
         return;
     };
     let table = Arc::new(table);
-    for verify in [true, false] {
-        let reads = BlockReads::user(verify, true);
+    for verify_checksums in [true, false] {
+        let reads = BlockReads {
+            verify_checksums,
+            fill_cache: true,
+        };
         let mut it = table.iter(reads);
         it.seek_to_first();
         let mut keys = Vec::new();
@@ -102,8 +105,8 @@ pub fn table(data: &[u8]) {
 /// Any bytes as a log file: reading every record, with and without checksums, does not
 /// panic, and ends.
 pub fn log_reader(data: &[u8]) {
-    for verify in [true, false] {
-        let mut r = LogReader::new(Box::new(std::io::Cursor::new(data.to_vec())), verify);
+    for checksums in [Checksums::Verify, Checksums::Skip] {
+        let mut r = LogReader::new(Box::new(std::io::Cursor::new(data.to_vec())), checksums);
         let mut rec = Vec::new();
         let mut n = 0;
         while let Ok(true) = r.read_record(&mut rec) {

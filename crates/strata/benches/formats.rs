@@ -97,7 +97,7 @@ fn table_get(c: &mut Criterion) {
         .map(|i| make_internal_key(&user_key(spread(i, n)), u64::MAX >> 8, ValueType::Value))
         .collect();
     for t in &targets {
-        let _ = table.get(t, BlockReads::user(true, true)); // warm the cache
+        let _ = table.get(t, BlockReads::CHECKED_CACHED); // warm the cache
     }
     let mut i = 0;
     c.bench_function("table/get_cached_block", |b| {
@@ -105,7 +105,7 @@ fn table_get(c: &mut Criterion) {
             i = (i + 1) % targets.len();
             black_box(
                 table
-                    .get(black_box(&targets[i]), BlockReads::user(true, true))
+                    .get(black_box(&targets[i]), BlockReads::CHECKED_CACHED)
                     .ok()
                     .flatten()
                     .is_some(),

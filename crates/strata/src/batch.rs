@@ -5,7 +5,11 @@
 //! seqnum fixed64 | count fixed32 | record*
 //! record := 0x01 key:length-prefixed value:length-prefixed    (put)
 //!         | 0x00 key:length-prefixed                          (delete)
+//!         | 0x02 key:length-prefixed ref:length-prefixed      (put, value in a blob file)
 //! ```
+//!
+//! Tag 2 is written by the engine only, in place of a large value's put when value
+//! separation is on (`crate::blob`); LevelDB does not know it.
 //!
 //! The encoded batch is the payload of one WAL record. Its first record gets `seqnum`, the
 //! next `seqnum + 1`, and so on.
@@ -27,6 +31,8 @@ pub enum BatchOp<'a> {
     Put(&'a [u8], &'a [u8]),
     /// Remove `key`.
     Delete(&'a [u8]),
+    /// Set `key` to the value an encoded [`crate::blob::BlobRef`] points to.
+    BlobRef(&'a [u8], &'a [u8]),
 }
 
 /// An atomic group of writes, kept in its encoded form.
@@ -72,6 +78,14 @@ impl WriteBatch {
         self.rep.push(ValueType::Value as u8);
         put_length_prefixed(&mut self.rep, key.as_ref());
         put_length_prefixed(&mut self.rep, value.as_ref());
+    }
+
+    /// Adds a put whose value is in a blob file (the engine's write path only).
+    pub(crate) fn put_blob_ref(&mut self, key: &[u8], encoded_ref: &[u8]) {
+        self.set_count(self.len() + 1);
+        self.rep.push(ValueType::BlobRef as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, encoded_ref);
     }
 
     /// Adds a delete.
@@ -202,6 +216,11 @@ impl<'a> BatchIter<'a> {
             }
             Some(ValueType::Deletion) => {
                 Ok(BatchOp::Delete(self.decoder.length_prefixed("delete key")?))
+            }
+            Some(ValueType::BlobRef) => {
+                let key = self.decoder.length_prefixed("blob put key")?;
+                let r = self.decoder.length_prefixed("blob put ref")?;
+                Ok(BatchOp::BlobRef(key, r))
             }
             None => Err(Error::corruption(
                 "",

@@ -11,6 +11,10 @@ pub fn log(dir: &Path, number: u64) -> PathBuf {
 pub fn table(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.ldb"))
 }
+/// `NNNNNN.blob`: the large values of log `NNNNNN` (`crate::blob`).
+pub fn blob(dir: &Path, number: u64) -> PathBuf {
+    dir.join(format!("{number:06}.blob"))
+}
 /// `NNNNNN.sst`, the legacy table name LevelDB still reads.
 pub fn sst_table(dir: &Path, number: u64) -> PathBuf {
     dir.join(format!("{number:06}.sst"))
@@ -39,6 +43,8 @@ pub enum Kind {
     Log(u64),
     /// A table.
     Table(u64),
+    /// A blob file.
+    Blob(u64),
     /// A manifest.
     Manifest(u64),
     /// A temporary file.
@@ -68,6 +74,7 @@ pub fn parse(name: &str) -> Option<Kind> {
         "log" => Some(Kind::Log(n)),
         "ldb" | "sst" => Some(Kind::Table(n)),
         "dbtmp" => Some(Kind::Temp(n)),
+        "blob" => Some(Kind::Blob(n)),
         _ => None,
     }
 }

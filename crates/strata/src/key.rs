@@ -3,16 +3,19 @@
 //! Every entry in a memtable or table is stored under an *internal key*:
 //!
 //! ```text
-//! user_key | fixed64(seqnum << 8 | type)      type: 1 value, 0 deletion
+//! user_key | fixed64(seqnum << 8 | type)      type: 1 value, 0 deletion, 2 blob ref
 //! ```
+//!
+//! Type 2 (a [`crate::blob::BlobRef`] in place of the value) exists only in databases
+//! with value separation on; LevelDB never sees it (its manifest refuses them).
 //!
 //! Invariants:
 //! - K1 seqnums are at most [`MAX_SEQNUM`] (56 bits).
 //! - K2 internal keys order by user key ascending (bytewise), then by the packed tag
 //!   *descending*: the newest version of a key comes first.
-//! - K3 a lookup for "`key` as of `seqnum`" seeks to `key | tag(seqnum, Value)`; since
-//!   `Value` is the highest type, that sorts before every entry of `key` with a seqnum
-//!   at most `seqnum`.
+//! - K3 a lookup for "`key` as of `seqnum`" seeks to `key | tag(seqnum, FOR_SEEK)`;
+//!   since [`ValueType::FOR_SEEK`] is the highest type, that sorts before every entry of
+//!   `key` with a seqnum at most `seqnum`.
 //!
 //! The default comparator is bytewise, named [`BYTEWISE_COMPARATOR`] in manifests.
 //! Comparing never panics, even on keys shorter than the 8-byte tag (bytes from disk are
@@ -42,6 +45,8 @@ pub enum ValueType {
     Deletion = 0,
     /// A value.
     Value = 1,
+    /// A reference to a value in a blob file ([`crate::blob::BlobRef`]).
+    BlobRef = 2,
 }
 
 impl ValueType {
@@ -50,8 +55,18 @@ impl ValueType {
         match b {
             0 => Some(ValueType::Deletion),
             1 => Some(ValueType::Value),
+            2 => Some(ValueType::BlobRef),
             _ => None,
         }
+    }
+
+    /// The type a lookup key carries: the highest, so that it sorts before every entry
+    /// of its user key at or below its seqnum (K3).
+    pub const FOR_SEEK: ValueType = ValueType::BlobRef;
+
+    /// True for the types that carry a value (inline or by reference).
+    pub fn has_value(self) -> bool {
+        self != ValueType::Deletion
     }
 }
 
@@ -124,6 +139,7 @@ impl std::fmt::Display for ParsedInternalKey<'_> {
         let kind = match self.ty {
             ValueType::Value => "SET",
             ValueType::Deletion => "DEL",
+            ValueType::BlobRef => "BLOB",
         };
         write!(f, "{}#{},{kind}", self.user_key.escape_ascii(), self.seqnum)
     }

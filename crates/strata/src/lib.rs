@@ -10,11 +10,13 @@
 //! - [`sstable`]: blocks, filter blocks and sorted tables; [`cache`]: the block cache.
 //! - [`version`]: versions, version edits (manifest records), the version set.
 //! - [`memtable`], [`table_cache`], [`compaction`], [`snapshot`]: the engine's parts.
+//! - [`blob`]: value separation (large values in blob files, off by default).
 //! - [`Db`]: the database.
 
 #![deny(unsafe_code)]
 
 pub mod batch;
+pub mod blob;
 pub mod cache;
 pub mod checksum;
 pub mod coding;

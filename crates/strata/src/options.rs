@@ -91,6 +91,16 @@ pub struct Options {
     /// (default 4 MiB; 0: one run, as LevelDB). Lookups skip runs through a Bloom filter
     /// per run; iterators and flushes merge them.
     pub memtable_run_size: usize,
+    /// Value separation (key-value separation, `crate::blob`): values of at least this
+    /// many bytes are written once, at write time, to a blob file beside the WAL, and the
+    /// WAL, memtable and tables carry a small reference instead (0, the default: off, and
+    /// the database stays in LevelDB 1.23's format). Once a database has been opened with
+    /// it on, its manifest says so and LevelDB refuses to open it.
+    pub blob_threshold: usize,
+    /// With value separation on, the memtable (and its WAL and blob file) is switched when
+    /// its blob file reaches this size, so blob files stay about this large (default
+    /// 64 MiB).
+    pub blob_file_size: u64,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,
 }
@@ -126,6 +136,8 @@ impl Default for Options {
             mmap_reads: true,
             max_subcompactions: 2,
             memtable_run_size: crate::memtable::MIN_RUN_BYTES,
+            blob_threshold: 0,
+            blob_file_size: 64 << 20,
             env: Arc::new(DiskEnv::new()),
         }
     }
@@ -173,6 +185,10 @@ impl Options {
             self.bloom_bits_per_key
                 .is_none_or(|b| (1..=64).contains(&b)),
             "bloom_bits_per_key must be 1 to 64",
+        )?;
+        check(
+            (64 << 10..=1 << 40).contains(&self.blob_file_size),
+            "blob_file_size must be 64 KiB to 1 TiB",
         )?;
         Ok(())
     }

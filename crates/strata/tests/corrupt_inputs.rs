@@ -30,7 +30,7 @@ use strata::env::{DiskEnv, Env};
 use strata::filter::BloomPolicy;
 use strata::iter::Cursor as _;
 use strata::key::{Bytewise, InternalOrder};
-use strata::log::LogReader;
+use strata::log::{Checksums, LogReader};
 use strata::sstable::{Block, BlockHandle, BlockReads, FilterBlockReader, Footer, Table, format};
 use strata::version::VersionEdit;
 
@@ -271,7 +271,10 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)> {
     let size = bytes.len() as u64;
     let table = Arc::new(Table::open(Arc::new(bytes), "t.ldb", size, true)?);
-    let mut it = table.iter(BlockReads::user(verify, true));
+    let mut it = table.iter(BlockReads {
+        verify_checksums: verify,
+        fill_cache: true,
+    });
     let mut forward = Vec::new();
     it.seek_to_first();
     while it.valid() {
@@ -288,7 +291,13 @@ fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)
     it.status()?;
     backward.reverse();
     for (k, v) in forward.iter().step_by(97) {
-        let got = table.get(k, BlockReads::user(verify, true))?;
+        let got = table.get(
+            k,
+            BlockReads {
+                verify_checksums: verify,
+                fill_cache: true,
+            },
+        )?;
         // Unverified reads of damaged bytes may disagree with each other; verified ones
         // may not.
         if verify {
@@ -348,7 +357,7 @@ proptest! {
         let s = samples();
         let damaged = apply(&s.log, &ms);
         let records = bounded(ALLOC_LIMIT, || {
-            let mut r = LogReader::new(Box::new(Cursor::new(damaged.clone())), true);
+            let mut r = LogReader::new(Box::new(Cursor::new(damaged.clone())), Checksums::Verify);
             let mut out = Vec::new();
             let mut rec = Vec::new();
             while r.read_record(&mut rec).unwrap() {
@@ -361,7 +370,7 @@ proptest! {
         for rec in &records {
             prop_assert!(originals.any(|o| o == rec), "a damaged log returned a record it never held");
         }
-        let mut r = LogReader::new(Box::new(Cursor::new(damaged)), false);
+        let mut r = LogReader::new(Box::new(Cursor::new(damaged)), Checksums::Skip);
         let mut rec = Vec::new();
         while bounded(ALLOC_LIMIT, || r.read_record(&mut rec)).unwrap() {}
     }
@@ -370,7 +379,7 @@ proptest! {
     fn manifest_replay(ms in mutations()) {
         let damaged = apply(&samples().manifest, &ms);
         bounded(ALLOC_LIMIT, || {
-            let mut r = LogReader::new(Box::new(Cursor::new(damaged)), true);
+            let mut r = LogReader::new(Box::new(Cursor::new(damaged)), Checksums::Verify);
             let mut rec = Vec::new();
             while r.read_record(&mut rec).unwrap() {
                 let _ = VersionEdit::decode(&rec);

@@ -134,7 +134,7 @@ fn strata_reads_every_file_leveldb_wrote() {
                 continue;
             }
         };
-        let mut it = t.iter(BlockReads::user(true, true));
+        let mut it = t.iter(BlockReads::CHECKED_CACHED);
         it.seek_to_first();
         let mut prev: Option<Vec<u8>> = None;
         while it.valid() {
@@ -188,7 +188,7 @@ fn table_entries(path: &Path) -> (Arc<Table>, Vec<KeyValue>) {
         )
         .unwrap(),
     );
-    let mut it = t.iter(BlockReads::user(true, true));
+    let mut it = t.iter(BlockReads::CHECKED_CACHED);
     it.seek_to_first();
     let mut out = Vec::new();
     while it.valid() {
@@ -244,7 +244,7 @@ fn layout(table: &Table) -> Vec<(Vec<u8>, Vec<u8>)> {
     idx.seek_to_first();
     while idx.valid() {
         let h = BlockHandle::decode_exact(idx.value()).unwrap();
-        let block = table.read_block(h, BlockReads::user(true, true)).unwrap();
+        let block = table.read_block(h, BlockReads::CHECKED_CACHED).unwrap();
         out.push((idx.key().to_vec(), block.contents().to_vec()));
         idx.next();
     }
@@ -312,7 +312,7 @@ fn filter_blocks_match_leveldbs_bytes() {
             let h = BlockHandle::decode_exact(idx.value()).unwrap();
             builder.start_block(h.offset);
             end_of_blocks = h.offset + h.size + format::BLOCK_TRAILER_SIZE as u64;
-            let block = table.read_block(h, BlockReads::user(true, true)).unwrap();
+            let block = table.read_block(h, BlockReads::CHECKED_CACHED).unwrap();
             let mut d = block.iter(strata::key::InternalOrder);
             d.seek_to_first();
             while d.valid() {

@@ -14,6 +14,7 @@
 //! 2 MB table); the shard ends only when all its tables are synced, so the edit names
 //! synced tables only, as before.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, mpsc};
 use std::time::Instant;
@@ -22,6 +23,7 @@ use super::LevelIter;
 use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::{compact_memtable, discard_table};
 use super::{DbInner, State};
+use crate::blob::BlobRef;
 use crate::compaction::{Compaction, Shard, shards};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
@@ -96,6 +98,7 @@ pub(super) fn run_compaction<'a>(
             result,
             outputs,
             numbers,
+            garbage,
         },
         shard_count,
     ) = merge_shards(db, &c, smallest_snapshot);
@@ -125,6 +128,10 @@ pub(super) fn run_compaction<'a>(
         return (st, Some(e));
     }
     c.add_input_deletions();
+    c.edit.blob_garbage = garbage
+        .into_iter()
+        .map(|(n, (refs, bytes))| (n, refs, bytes))
+        .collect();
     for o in outputs {
         c.edit.new_files.push((c.level + 1, o));
     }
@@ -159,6 +166,8 @@ struct ShardResult {
     result: std::result::Result<(), Failure>,
     outputs: Vec<FileMetaData>,
     numbers: Vec<u64>,
+    /// Refs to blob files dropped, per file: (refs, record bytes).
+    garbage: BTreeMap<u64, (u64, u64)>,
 }
 
 impl ShardResult {
@@ -168,6 +177,7 @@ impl ShardResult {
             result,
             outputs: Vec::new(),
             numbers: Vec::new(),
+            garbage: BTreeMap::new(),
         }
     }
 }
@@ -196,8 +206,7 @@ fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardR
                 flushes,
                 &abort,
                 &to_sync,
-                &mut r.outputs,
-                &mut r.numbers,
+                &mut r,
             );
             drop(to_sync);
             let synced = match syncer {
@@ -255,6 +264,11 @@ fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardR
         }
         all.outputs.extend(r.outputs);
         all.numbers.extend(r.numbers);
+        for (n, (refs, bytes)) in r.garbage {
+            let g = all.garbage.entry(n).or_default();
+            g.0 += refs;
+            g.1 += bytes;
+        }
     }
     (all, count)
 }
@@ -316,7 +330,7 @@ fn seek_shard_start(input: &mut MergingIter, shard: &Shard) {
 /// Only the shard run with `flushes` (on the background thread) flushes a waiting memtable.
 #[expect(
     clippy::too_many_arguments,
-    reason = "the merge's inputs, its sync queue and its two outputs"
+    reason = "the merge's inputs, its sync queue and its outputs"
 )]
 fn merge_inputs(
     db: &DbInner,
@@ -326,9 +340,14 @@ fn merge_inputs(
     flushes: bool,
     abort: &AtomicBool,
     to_sync: &SyncQueue,
-    outputs: &mut Vec<FileMetaData>,
-    numbers: &mut Vec<u64>,
+    out: &mut ShardResult,
 ) -> std::result::Result<(), Failure> {
+    let ShardResult {
+        outputs,
+        numbers,
+        garbage,
+        ..
+    } = out;
     let out_err = Failure::of_table_write;
     let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
     seek_shard_start(&mut input, &shard);
@@ -392,6 +411,14 @@ fn merge_inputs(
                 && shard.is_base_level_for_key(c, parsed.user_key)
         };
         last_seq_for_key = parsed.seqnum;
+        if drop_entry
+            && parsed.ty == ValueType::BlobRef
+            && let Ok(r) = BlobRef::decode(input.value())
+        {
+            let g = garbage.entry(r.file).or_default();
+            g.0 += 1;
+            g.1 += u64::from(r.record_len);
+        }
         if !drop_entry {
             if current.is_none() {
                 let out = open_output(db, ikey).map_err(out_err)?;

@@ -73,10 +73,19 @@ pub(super) fn compact_memtable<'a>(
     // The flushed memtable's WAL is no longer needed: the live one is.
     edit.log_number = Some(st.log_file_number);
     edit.prev_log_number = Some(0);
+    // X3: the blob files of the WALs this retires are named from now on.
+    edit.new_blob_files = st
+        .blob_counts
+        .range(..st.log_file_number)
+        .map(|(&n, &(refs, bytes))| (n, refs, bytes))
+        .collect();
     let applied;
     (st, applied) = db.apply_edit(st, &mut edit);
     match applied {
         Ok(()) => {
+            for (n, ..) in &edit.new_blob_files {
+                st.blob_counts.remove(n);
+            }
             st.imm = None;
             db.has_imm.store(false, Ordering::Release);
             st.flushes += 1;
@@ -98,14 +107,14 @@ pub(super) fn build_table(
     options: TableOptions,
     number: u64,
     it: &mut dyn Cursor,
-    keep: &mut dyn FnMut(&[u8]) -> bool,
+    keep: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     max_bytes: u64,
 ) -> Result<Option<FileMetaData>> {
     let result = (|| {
         let mut builder = TableBuilder::new(env.new_writable(path)?, options);
         let (mut smallest, mut largest) = (Vec::new(), Vec::new());
         while it.valid() && builder.file_size() < max_bytes {
-            if keep(it.key()) {
+            if keep(it.key(), it.value()) {
                 if smallest.is_empty() {
                     smallest = it.key().to_vec();
                 }
@@ -152,7 +161,7 @@ pub(super) fn write_table_from(
         options,
         number,
         &mut it,
-        &mut |_| true,
+        &mut |_, _| true,
         u64::MAX,
     )?
     else {

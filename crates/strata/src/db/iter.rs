@@ -9,6 +9,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
+use crate::blob::BlobStore;
 use crate::error::{Error, Result};
 use crate::iter::{Cursor, MergingIter};
 use crate::key::{self, ParsedInternalKey, SeqNum, ValueType, make_internal_key};
@@ -29,6 +30,9 @@ pub struct DbIterator {
     valid: bool,
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
+    /// Going forward, the value of the entry shown when it is in a blob file.
+    blob_value: Option<Vec<u8>>,
+    blobs: Arc<BlobStore>,
     err: Option<Error>,
     /// Keeps the tables the merge reads from being deleted (V3).
     _version: Arc<Version>,
@@ -44,8 +48,15 @@ impl std::fmt::Debug for DbIterator {
 }
 
 impl DbIterator {
-    pub(crate) fn new(inner: MergingIter, seqnum: SeqNum, version: Arc<Version>) -> Self {
+    pub(crate) fn new(
+        inner: MergingIter,
+        seqnum: SeqNum,
+        version: Arc<Version>,
+        blobs: Arc<BlobStore>,
+    ) -> Self {
         DbIterator {
+            blob_value: None,
+            blobs,
             inner,
             seqnum,
             direction: Direction::Forward,
@@ -86,10 +97,20 @@ impl DbIterator {
                         self.saved_key.extend_from_slice(user);
                         skipping = true;
                     }
-                    ValueType::Value => {
+                    ValueType::Value | ValueType::BlobRef => {
                         if !(skipping && user <= self.saved_key.as_slice()) {
                             self.valid = true;
                             self.saved_key.clear();
+                            self.blob_value = None;
+                            if ty == ValueType::BlobRef {
+                                match self.blobs.read(user, self.inner.value()) {
+                                    Ok(v) => self.blob_value = Some(v),
+                                    Err(e) => {
+                                        self.err = Some(e);
+                                        self.valid = false;
+                                    }
+                                }
+                            }
                             return;
                         }
                     }
@@ -128,6 +149,18 @@ impl DbIterator {
             self.saved_key.clear();
             self.saved_value.clear();
             self.direction = Direction::Forward;
+        } else if value_type == ValueType::BlobRef {
+            // Only the newest visible version's ref is followed.
+            match self.blobs.read(&self.saved_key, &self.saved_value) {
+                Ok(v) => {
+                    self.saved_value = v;
+                    self.valid = true;
+                }
+                Err(e) => {
+                    self.err = Some(e);
+                    self.valid = false;
+                }
+            }
         } else {
             self.valid = true;
         }
@@ -164,7 +197,7 @@ impl DbIterator {
         self.saved_key.clear();
         self.saved_value.clear();
         self.inner
-            .seek(&make_internal_key(target, self.seqnum, ValueType::Value));
+            .seek(&make_internal_key(target, self.seqnum, ValueType::FOR_SEEK));
         if self.inner.valid() {
             self.find_next_user_entry(false);
         } else {
@@ -242,9 +275,10 @@ impl DbIterator {
         if !self.valid() {
             return &[];
         }
-        match self.direction {
-            Direction::Forward => self.inner.value(),
-            Direction::Reverse => &self.saved_value,
+        match (self.direction, &self.blob_value) {
+            (Direction::Forward, Some(v)) => v,
+            (Direction::Forward, None) => self.inner.value(),
+            (Direction::Reverse, _) => &self.saved_value,
         }
     }
 

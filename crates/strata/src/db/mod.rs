@@ -47,7 +47,7 @@ pub use props::Counters;
 pub use verify::VerifyReport;
 mod write;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::{Bound, RangeBounds};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,6 +58,7 @@ pub use iter::{DbIterator, KeyValue, Range};
 pub use level_iter::LevelIter;
 
 use crate::batch::WriteBatch;
+use crate::blob::{BlobStore, BlobWriter};
 use crate::cache::BlockCache;
 use crate::env::{Env, FileLock, WritableFile};
 use crate::error::{Error, Result};
@@ -121,6 +122,14 @@ struct State {
     /// that the first synced write after the switch can sync them before it is
     /// acknowledged (W4). Dropped unsynced once a flush makes them obsolete.
     unsynced_logs: Vec<(u64, LogWriter<dyn WritableFile>)>,
+    /// The current WAL's blob file (value separation), made by the first large value
+    /// written to that WAL; taken out by the write leader with the log (D1).
+    blob: Option<BlobWriter>,
+    /// Blob files of older WALs left unsynced at a switch (W4, as `unsynced_logs`).
+    unsynced_blobs: Vec<BlobWriter>,
+    /// Refs written per blob file the manifest does not name yet, as (refs, record
+    /// bytes); the flush that retires their WAL names them (X3).
+    blob_counts: BTreeMap<u64, (u64, u64)>,
     versions: VersionSet,
     writers: VecDeque<Arc<Writer>>,
     bg_error: Option<Error>,
@@ -150,6 +159,8 @@ pub(crate) struct DbInner {
     options: Options,
     env: Arc<dyn Env>,
     table_cache: Arc<TableCache>,
+    /// The open blob files (value separation, `crate::blob`).
+    blobs: Arc<BlobStore>,
     snapshots: Arc<SnapshotList>,
     state: Mutex<State>,
     /// Signalled when background work is requested or finishes.
@@ -329,6 +340,11 @@ impl Db {
                 let (k, v) = match op? {
                     crate::batch::BatchOp::Put(k, v) => (k, v),
                     crate::batch::BatchOp::Delete(k) => (k, &[][..]),
+                    crate::batch::BatchOp::BlobRef(..) => {
+                        return Err(Error::InvalidArgument(
+                            "a batch from a user holds a blob reference".into(),
+                        ));
+                    }
                 };
                 check_sizes(k, v)?;
             }
@@ -381,7 +397,7 @@ impl Db {
 
     /// A point lookup: the memtables, then the tables level by level; `from_memtable`
     /// turns a memtable's value into the caller's kind, `from_table` looks in one table.
-    fn lookup<V>(
+    fn lookup<V: AsRef<[u8]>>(
         &self,
         key: &[u8],
         options: &ReadOptions,
@@ -407,11 +423,14 @@ impl Db {
         for m in std::iter::once(&mem).chain(imm.as_ref()) {
             match m.get(key, seqnum) {
                 Some(Lookup::Value(v)) => return Ok(Some(from_memtable(v))),
+                Some(Lookup::Blob(r)) => {
+                    return Ok(Some(from_memtable(inner.blobs.read(key, &r)?)));
+                }
                 Some(Lookup::Deleted) => return Ok(None),
                 None => {}
             }
         }
-        let reads = BlockReads::user(options.verify_checksums, options.fill_cache);
+        let reads = BlockReads::user(options);
         let (result, seek_charged) = version.get(key, seqnum, |f, ikey| {
             from_table(&inner.table_cache, f, ikey, reads)
         })?;
@@ -421,6 +440,7 @@ impl Db {
         }
         Ok(match result {
             GetResult::Value(v) => Some(v),
+            GetResult::Blob(r) => Some(from_memtable(inner.blobs.read(key, r.as_ref())?)),
             GetResult::Deleted | GetResult::Absent => None,
         })
     }
@@ -465,11 +485,10 @@ impl Db {
         }
         for f in &version.levels[0] {
             children.push(
-                match inner.table_cache.iter(
-                    f.number,
-                    f.size,
-                    BlockReads::user(options.verify_checksums, options.fill_cache),
-                ) {
+                match inner
+                    .table_cache
+                    .iter(f.number, f.size, BlockReads::user(options))
+                {
                     Ok(it) => Box::new(it),
                     Err(e) => Box::new(ErrorCursor(e)),
                 },
@@ -479,10 +498,15 @@ impl Db {
             children.push(Box::new(LevelIter::over_level(
                 files.clone(),
                 Arc::clone(&inner.table_cache),
-                BlockReads::user(options.verify_checksums, options.fill_cache),
+                BlockReads::user(options),
             )));
         }
-        DbIterator::new(MergingIter::new(children), seqnum, version)
+        DbIterator::new(
+            MergingIter::new(children),
+            seqnum,
+            version,
+            Arc::clone(&inner.blobs),
+        )
     }
 
     /// The entries with keys in `range`, in key order.

@@ -1,5 +1,6 @@
 //! Deletion of obsolete files (D4): tables no live version or pending output names, logs
-//! older than the one the manifest needs, manifests older than the current one.
+//! older than the one the manifest needs, manifests older than the current one, blob
+//! files neither a live version nor an unflushed WAL needs (X3).
 
 use super::{DbInner, State};
 use crate::filename::{self, Kind};
@@ -10,6 +11,7 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
         return; // the state on disk is in doubt: keep everything
     }
     let live = st.versions.live_files();
+    let live_blobs = st.versions.live_blob_files();
     let Ok(names) = db.env.children(&db.dir) else {
         return;
     };
@@ -23,11 +25,18 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
             Some(Kind::Manifest(n)) => n >= st.versions.manifest_number,
             Some(Kind::Table(n)) => live.contains(&n) || st.pending_outputs.contains(&n),
             Some(Kind::Temp(n)) => st.pending_outputs.contains(&n),
+            Some(Kind::Blob(n)) => {
+                n >= st.versions.log_number
+                    || live_blobs.contains(&n)
+                    || st.blob_counts.contains_key(&n)
+            }
             Some(Kind::Current | Kind::Lock | Kind::InfoLog) | None => true,
         };
         if !keep {
-            if let Some(Kind::Table(n)) = filename::parse(&name) {
-                db.table_cache.evict(n);
+            match filename::parse(&name) {
+                Some(Kind::Table(n)) => db.table_cache.evict(n),
+                Some(Kind::Blob(n)) => db.blobs.evict(n),
+                _ => {}
             }
             let _ = db.env.remove_file(&db.dir.join(&name));
         }

@@ -27,12 +27,12 @@ use super::flush::{sync_new_table, write_table_from};
 use super::info_log::info_log;
 use super::obsolete::delete_obsolete_files;
 use super::{DEFAULT_BLOCK_CACHE, DbInner, LevelStats, State};
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
 use crate::cache::BlockCache;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
-use crate::log::{LogReader, LogWriter};
+use crate::log::{Checksums, LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
 use crate::snapshot::SnapshotList;
@@ -139,6 +139,10 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         dir: dir.to_path_buf(),
         env: Arc::clone(&env),
         table_cache,
+        blobs: Arc::new(crate::blob::BlobStore::new(
+            Arc::clone(&env),
+            dir.to_path_buf(),
+        )),
         snapshots: Arc::new(SnapshotList::default()),
         state: Mutex::new(State {
             mem: Arc::new(super::memtable_for(&options)),
@@ -146,6 +150,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             log: None,
             log_file_number: 0,
             unsynced_logs: Vec::new(),
+            blob: None,
+            unsynced_blobs: Vec::new(),
+            blob_counts: Default::default(),
             versions,
             writers: VecDeque::new(),
             bg_error: None,
@@ -182,6 +189,16 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     st.log_file_number = number;
     edit.log_number = Some(number);
     edit.prev_log_number = Some(0);
+    // X3: the replayed WALs are retired, so their blob files are named; and a database
+    // opened with value separation says so before any ref is written, so that LevelDB
+    // refuses it from now on.
+    edit.new_blob_files = std::mem::take(&mut st.blob_counts)
+        .into_iter()
+        .map(|(n, (refs, bytes))| (n, refs, bytes))
+        .collect();
+    if db.options.blob_threshold > 0 && !st.versions.current().separation {
+        edit.separation = Some(true);
+    }
     st.versions.log_and_apply(&mut edit)?;
     delete_obsolete_files(&db, &mut st);
     drop(st);
@@ -266,7 +283,7 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
         }
         let path = filename::log(&db.dir, number);
         let name = path.to_string_lossy().into_owned();
-        let mut reader = LogReader::new(db.env.new_sequential(&path)?, true);
+        let mut reader = LogReader::new(db.env.new_sequential(&path)?, Checksums::Verify);
         let mut record = Vec::new();
         loop {
             let more = reader.read_record(&mut record)?;
@@ -326,7 +343,28 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
                 stop = Some((name.clone(), offset, what));
                 break;
             }
+            if let Some(what) = check_blob_refs(db, &batch)? {
+                let offset = reader.last_record_offset();
+                let what = format!("the record at offset {offset} of {name} {what}");
+                match mode {
+                    RecoveryMode::AbsoluteConsistency => {
+                        return Err(Error::corruption(&name, offset, what));
+                    }
+                    RecoveryMode::Salvage => {
+                        notes.push(format!("salvage: skipped {what}"));
+                        continue;
+                    }
+                    RecoveryMode::PointInTime => {
+                        notes.push(format!(
+                            "point in time: replay stopped at {what}; it was never synced"
+                        ));
+                        stop = Some((name.clone(), offset, what));
+                        break;
+                    }
+                }
+            }
             next_seq = Some(batch.seqnum().saturating_add(u64::from(batch.len())));
+            count_blob_refs(db, &batch);
             mem.insert_batch(&batch)?;
             if !batch.is_empty() {
                 max_seq = max_seq.max(batch.seqnum() + u64::from(batch.len()) - 1);
@@ -346,6 +384,37 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
     Ok(())
 }
 
+/// X1 after a crash: a WAL record may have reached the disk while the blob records it
+/// refers to did not (neither was synced). `Some(what)` if a ref of `batch` does not
+/// lead to its intact record.
+fn check_blob_refs(db: &DbInner, batch: &WriteBatch) -> Result<Option<String>> {
+    for op in batch.iter() {
+        if let BatchOp::BlobRef(key, r) = op?
+            && let Err(e) = db.blobs.read(key, r)
+        {
+            return Ok(Some(format!(
+                "refers to a blob record that is not intact ({e})"
+            )));
+        }
+    }
+    Ok(None)
+}
+
+/// Adds the refs of a replayed `batch` to the counts of their blob files.
+fn count_blob_refs(db: &DbInner, batch: &WriteBatch) {
+    let mut st = None;
+    for op in batch.iter() {
+        if let Ok(BatchOp::BlobRef(_, r)) = op
+            && let Ok(r) = crate::blob::BlobRef::decode(r)
+        {
+            let st = st.get_or_insert_with(|| db.lock());
+            let c = st.blob_counts.entry(r.file).or_default();
+            c.0 += 1;
+            c.1 += u64::from(r.record_len);
+        }
+    }
+}
+
 /// Writes what recovery dropped to `LOG` and keeps it for the `strata.recovery` property.
 fn record_notes(db: &DbInner, notes: Vec<String>) {
     for note in &notes {
@@ -357,7 +426,7 @@ fn record_notes(db: &DbInner, notes: Vec<String>) {
 /// True if the log at `number` holds at least one intact record.
 fn log_has_a_record(db: &DbInner, number: u64) -> Result<bool> {
     let path = filename::log(&db.dir, number);
-    let mut reader = LogReader::new(db.env.new_sequential(&path)?, true);
+    let mut reader = LogReader::new(db.env.new_sequential(&path)?, Checksums::Verify);
     let mut record = Vec::new();
     reader.read_record(&mut record)
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
 use crate::iter::Cursor;
 use crate::key::ParsedInternalKey;
-use crate::log::{LogReader, LogWriter};
+use crate::log::{Checksums, LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::Options;
 use crate::sstable::{BlockReads, Table};
@@ -110,7 +110,9 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
                 tables.push(n);
                 max_number = max_number.max(n);
             }
-            Some(Kind::Manifest(n) | Kind::Temp(n)) => max_number = max_number.max(n),
+            Some(Kind::Manifest(n) | Kind::Temp(n) | Kind::Blob(n)) => {
+                max_number = max_number.max(n)
+            }
             _ => {}
         }
     }
@@ -122,24 +124,26 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     };
     let mut next_number = max_number + 1;
     let table_options = options.table_options();
-    let write_table =
-        |number: u64, it: &mut dyn Cursor, keep: &mut dyn FnMut(&[u8]) -> bool, max_bytes: u64| {
-            let path = filename::table(dir, number);
-            build_table(
-                env.as_ref(),
-                &path,
-                table_options,
-                number,
-                it,
-                keep,
-                max_bytes,
-            )
-        };
+    let write_table = |number: u64,
+                       it: &mut dyn Cursor,
+                       keep: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+                       max_bytes: u64| {
+        let path = filename::table(dir, number);
+        build_table(
+            env.as_ref(),
+            &path,
+            table_options,
+            number,
+            it,
+            keep,
+            max_bytes,
+        )
+    };
     // Logs: salvage every readable record into a table.
     for &n in &logs {
         let mem = Arc::new(MemTable::new());
         if let Ok(file) = env.new_sequential(&filename::log(dir, n)) {
-            let mut reader = LogReader::new(file, true);
+            let mut reader = LogReader::new(file, Checksums::Verify);
             let mut record = Vec::new();
             while let Ok(true) = reader.read_record(&mut record) {
                 if let Ok(batch) = WriteBatch::from_bytes(std::mem::take(&mut record)) {
@@ -150,7 +154,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         }
         let mut it = mem.iter();
         it.seek_to_first();
-        if let Some(meta) = write_table(next_number, &mut it, &mut |_| true, u64::MAX)? {
+        if let Some(meta) = write_table(next_number, &mut it, &mut |_, _| true, u64::MAX)? {
             tables.push(meta.number);
         }
         next_number += 1;
@@ -190,7 +194,9 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     let mut merged = crate::iter::MergingIter::new(children);
     merged.seek_to_first();
     let mut last_user: Option<Vec<u8>> = None;
-    let mut keep = |ikey: &[u8]| {
+    // Refs kept per blob file: the repaired manifest names each with its exact count.
+    let mut blob_refs: std::collections::BTreeMap<u64, (u64, u64)> = Default::default();
+    let mut keep = |ikey: &[u8], value: &[u8]| {
         let Some(p) = ParsedInternalKey::parse(ikey) else {
             return false;
         };
@@ -198,7 +204,19 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
             return false; // an older version
         }
         last_user = Some(p.user_key.to_vec());
-        p.ty == crate::key::ValueType::Value
+        match p.ty {
+            crate::key::ValueType::Value => true,
+            crate::key::ValueType::BlobRef => match crate::blob::BlobRef::decode(value) {
+                Ok(r) => {
+                    let c = blob_refs.entry(r.file).or_default();
+                    c.0 += 1;
+                    c.1 += u64::from(r.record_len);
+                    true
+                }
+                Err(_) => false, // a damaged ref leads nowhere
+            },
+            crate::key::ValueType::Deletion => false,
+        }
     };
     let mut edit = VersionEdit {
         comparator: Some(crate::key::BYTEWISE_COMPARATOR.to_string()),
@@ -216,6 +234,13 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         }
     }
     merged.status()?;
+    if !blob_refs.is_empty() {
+        edit.separation = Some(true);
+        edit.new_blob_files = blob_refs
+            .into_iter()
+            .map(|(n, (refs, bytes))| (n, refs, bytes))
+            .collect();
+    }
     env.sync_dir(dir)?;
     let manifest_number = next_number;
     edit.next_file_number = Some(manifest_number + 1);

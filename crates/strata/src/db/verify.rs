@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
 use crate::iter::Cursor;
 use crate::key::{self, compare_internal_keys};
-use crate::log::LogReader;
+use crate::log::{Checksums, LogReader};
 use crate::sstable::BlockReads;
 use crate::version::NUM_LEVELS;
 
@@ -145,6 +145,7 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
             Some(Kind::Log(n)) => n >= log_number || n == prev_log,
             Some(Kind::Manifest(n)) => n >= manifest_number,
             Some(Kind::Temp(n)) => pending.contains(&n),
+            Some(Kind::Blob(_)) => true,
             Some(Kind::Current | Kind::Lock | Kind::InfoLog) => true,
             None => false,
         };
@@ -160,7 +161,7 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
 /// Reads a log or manifest with checksums; any drop but a torn tail is corruption.
 fn read_log(db: &DbInner, path: &std::path::Path) -> Result<u64> {
     let name = path.to_string_lossy().into_owned();
-    let mut reader = LogReader::new(db.env.new_sequential(path)?, true);
+    let mut reader = LogReader::new(db.env.new_sequential(path)?, Checksums::Verify);
     let mut record = Vec::new();
     let mut records = 0;
     loop {

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use super::{DbInner, State, Writer};
 use super::{background, failure};
-use crate::batch::WriteBatch;
+use crate::batch::{BatchOp, WriteBatch};
+use crate::blob::BlobWriter;
 use crate::error::Result;
 use crate::filename;
 use crate::log::LogWriter;
@@ -84,24 +85,41 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         group.set_seqnum(first);
         let last = first + u64::from(group.len()) - 1;
         let mut log = st.log.take();
+        let mut blob = st.blob.take();
+        let blob_number = st.log_file_number;
         // W4: a synced write is acknowledged only once every older log is synced too.
-        let older = if group_sync {
-            std::mem::take(&mut st.unsynced_logs)
+        let (older, older_blobs) = if group_sync {
+            (
+                std::mem::take(&mut st.unsynced_logs),
+                std::mem::take(&mut st.unsynced_blobs),
+            )
         } else {
-            Vec::new()
+            (Vec::new(), Vec::new())
         };
         let mem = Arc::clone(&st.mem);
         drop(st);
 
-        // D1: nobody else touches the WAL or inserts into the memtable meanwhile.
-        let logged = sync_older_logs(older).and_then(|()| match log.as_mut() {
-            Some(l) => l
-                .add_record(group.as_bytes())
-                .and_then(|()| if group_sync { l.sync() } else { Ok(()) }),
-            None => Err(crate::Error::InvalidArgument(
-                "no write-ahead log is open".into(),
-            )),
-        });
+        // D1: nobody else touches the WAL (or its blob file) or inserts into the memtable
+        // meanwhile. X1: blob records are handed to their file (and synced, for a synced
+        // group) before the WAL record that refers to them.
+        let mut separated = (0, 0);
+        let logged = sync_older_blobs(older_blobs)
+            .and_then(|()| sync_older_logs(older))
+            .and_then(|()| {
+                separated = separate_values(db, &mut group, &mut blob, blob_number)?;
+                match blob.as_mut() {
+                    Some(b) if group_sync => b.sync(),
+                    _ => Ok(()),
+                }
+            })
+            .and_then(|()| match log.as_mut() {
+                Some(l) => l
+                    .add_record(group.as_bytes())
+                    .and_then(|()| if group_sync { l.sync() } else { Ok(()) }),
+                None => Err(crate::Error::InvalidArgument(
+                    "no write-ahead log is open".into(),
+                )),
+            });
         if logged.is_ok() {
             result = mem.insert_batch(&group);
         } else {
@@ -110,6 +128,12 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
 
         st = db.lock();
         st.log = log;
+        st.blob = blob;
+        if separated.0 > 0 && logged.is_ok() {
+            let c = st.blob_counts.entry(blob_number).or_default();
+            c.0 += separated.0;
+            c.1 += separated.1;
+        }
         match logged {
             // D3: the WAL may now hold a partial record; no later write may follow it.
             Err(e) => {
@@ -201,6 +225,10 @@ pub(super) fn make_room_for_write<'a>(
         } else if !force
             && (st.mem.approximate_memory_usage() <= db.options.write_buffer_size
                 || st.mem.is_empty())
+            && st
+                .blob
+                .as_ref()
+                .is_none_or(|b| b.size() < db.options.blob_file_size)
         {
             // Room left (an empty memtable always has room: switching it would free none).
             return (st, Ok(()));
@@ -232,8 +260,16 @@ pub(super) fn make_room_for_write<'a>(
                 .into_iter()
                 .partition(|(n, _)| *n < needed);
             st.unsynced_logs = kept;
+            let (obsolete_blobs, kept_blobs) = std::mem::take(&mut st.unsynced_blobs)
+                .into_iter()
+                .partition(|b| b.number() < needed);
+            st.unsynced_blobs = kept_blobs;
+            if let Some(b) = st.blob.take() {
+                st.unsynced_blobs.push(b); // flushed after its last group (X1)
+            }
             drop(st);
             drop::<Vec<(u64, Log)>>(obsolete);
+            drop::<Vec<BlobWriter>>(obsolete_blobs);
             let switched = switch_log(db, old, number);
             st = db.lock();
             match switched {
@@ -287,6 +323,67 @@ fn switch_log(
             Err((e, old))
         }
     }
+}
+
+/// Value separation: moves the values of `group` at or above the blob threshold into the
+/// WAL's blob file (made on first use), the group keeping refs in their place, and hands
+/// the records to the file (X1). Returns the refs written and their record bytes.
+fn separate_values(
+    db: &DbInner,
+    group: &mut WriteBatch,
+    blob: &mut Option<BlobWriter>,
+    blob_number: u64,
+) -> Result<(u64, u64)> {
+    let threshold = db.options.blob_threshold;
+    if threshold == 0
+        || !group
+            .iter()
+            .any(|op| matches!(op, Ok(BatchOp::Put(_, v)) if v.len() >= threshold))
+    {
+        return Ok((0, 0));
+    }
+    let writer = match blob {
+        Some(w) => w,
+        None => {
+            let path = filename::blob(&db.dir, blob_number);
+            let w = db
+                .env
+                .new_writable(&path)
+                .and_then(|f| BlobWriter::new(f, blob_number))
+                .and_then(|w| db.env.sync_dir(&db.dir).map(|()| w))?;
+            blob.insert(w)
+        }
+    };
+    let mut out = WriteBatch::with_capacity(group.approximate_size().min(64 << 10));
+    let (mut refs, mut bytes) = (0, 0);
+    let mut encoded = Vec::with_capacity(crate::blob::BlobRef::MAX_ENCODED_LEN);
+    for op in group.iter() {
+        match op? {
+            BatchOp::Put(k, v) if v.len() >= threshold => {
+                let r = writer.add(k, v)?;
+                refs += 1;
+                bytes += u64::from(r.record_len);
+                encoded.clear();
+                r.encode_to(&mut encoded);
+                out.put_blob_ref(k, &encoded);
+            }
+            BatchOp::Put(k, v) => out.put(k, v),
+            BatchOp::Delete(k) => out.delete(k),
+            BatchOp::BlobRef(k, r) => out.put_blob_ref(k, r),
+        }
+    }
+    writer.flush()?;
+    out.set_seqnum(group.seqnum());
+    *group = out;
+    Ok((refs, bytes))
+}
+
+/// Syncs the blob files of older logs that a switch left unsynced (W4), then closes them.
+fn sync_older_blobs(older: Vec<BlobWriter>) -> Result<()> {
+    for mut b in older {
+        b.sync()?;
+    }
+    Ok(())
 }
 
 /// Syncs older logs that a switch left unsynced (W4), then closes them.

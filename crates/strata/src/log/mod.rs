@@ -27,7 +27,7 @@
 mod reader;
 mod writer;
 
-pub use reader::{DropReason, Dropped, LogReader};
+pub use reader::{Checksums, DropReason, Dropped, LogReader};
 pub use writer::LogWriter;
 
 /// Size of a log block.

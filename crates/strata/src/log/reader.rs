@@ -59,6 +59,15 @@ enum Physical {
     Eof,
 }
 
+/// Whether a [`LogReader`] checks each fragment's CRC-32C.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checksums {
+    /// Check every fragment; a mismatch is damage (the default everywhere in the engine).
+    Verify,
+    /// Do not compute checksums (faster, and damage shows up later, if at all).
+    Skip,
+}
+
 /// Reads logical records from a log file. Not thread-safe; one reader per file.
 pub struct LogReader {
     file: Box<dyn SequentialFile>,
@@ -90,12 +99,11 @@ impl std::fmt::Debug for LogReader {
 }
 
 impl LogReader {
-    /// A reader from the start of `file`. With `verify_checksums` off, checksums are not
-    /// computed (faster, and damage shows up later, if at all).
-    pub fn new(file: Box<dyn SequentialFile>, verify_checksums: bool) -> Self {
+    /// A reader from the start of `file`.
+    pub fn new(file: Box<dyn SequentialFile>, checksums: Checksums) -> Self {
         LogReader {
             file,
-            verify_checksums,
+            verify_checksums: checksums == Checksums::Verify,
             block: vec![0; BLOCK_SIZE],
             block_len: 0,
             pos: 0,

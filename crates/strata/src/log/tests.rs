@@ -10,7 +10,7 @@ fn write_all(records: &[Vec<u8>]) -> Vec<u8> {
 }
 
 fn read_all(bytes: Vec<u8>) -> (Vec<Vec<u8>>, Vec<Dropped>) {
-    let mut r = LogReader::new(Box::new(Cursor::new(bytes)), true);
+    let mut r = LogReader::new(Box::new(Cursor::new(bytes)), Checksums::Verify);
     let mut out = Vec::new();
     let mut rec = Vec::new();
     while r.read_record(&mut rec).unwrap() {
@@ -257,7 +257,7 @@ fn unknown_type_is_reported() {
 fn unverified_reader_ignores_checksums() {
     let mut bytes = write_all(&[b"one".to_vec()]);
     bytes[0] ^= 1;
-    let mut r = LogReader::new(Box::new(Cursor::new(bytes)), false);
+    let mut r = LogReader::new(Box::new(Cursor::new(bytes)), Checksums::Skip);
     let mut rec = Vec::new();
     assert!(r.read_record(&mut rec).unwrap());
     assert_eq!(rec, b"one");

@@ -51,6 +51,8 @@ pub enum Lookup {
     Value(Vec<u8>),
     /// The newest visible version is a deletion.
     Deleted,
+    /// The newest visible version is a value in a blob file: this encoded ref.
+    Blob(Vec<u8>),
 }
 
 /// One run: a skip list, and the Bloom filter of its user keys when the memtable has
@@ -161,6 +163,7 @@ impl MemTable {
             match op? {
                 BatchOp::Put(k, v) => self.add_to(&mut runs, seqnum, ValueType::Value, k, v),
                 BatchOp::Delete(k) => self.add_to(&mut runs, seqnum, ValueType::Deletion, k, &[]),
+                BatchOp::BlobRef(k, r) => self.add_to(&mut runs, seqnum, ValueType::BlobRef, k, r),
             }
         }
         Ok(())
@@ -169,7 +172,7 @@ impl MemTable {
     /// The newest version of `user_key` with a seqnum at most `seqnum`, if any.
     pub fn get(&self, user_key: &[u8], seqnum: SeqNum) -> Option<Lookup> {
         let runs = self.runs();
-        let tag = pack_tag(seqnum, ValueType::Value);
+        let tag = pack_tag(seqnum, ValueType::FOR_SEEK);
         let hash = (runs.len() > 1).then(|| KeyHash::of(user_key));
         let newest = runs.len() - 1;
         // M4: newest run first; the first that holds a visible version answers.
@@ -181,10 +184,10 @@ impl MemTable {
                 continue;
             }
             if let Some((tag, value)) = run.list.get(user_key, tag) {
-                return Some(if tag & 0xff == ValueType::Value as u64 {
-                    Lookup::Value(value.to_vec())
-                } else {
-                    Lookup::Deleted
+                return Some(match ValueType::from_byte(tag as u8) {
+                    Some(ValueType::Value) => Lookup::Value(value.to_vec()),
+                    Some(ValueType::BlobRef) => Lookup::Blob(value.to_vec()),
+                    _ => Lookup::Deleted,
                 });
             }
         }

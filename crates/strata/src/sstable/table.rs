@@ -26,13 +26,19 @@ pub struct BlockReads {
 }
 
 impl BlockReads {
-    /// What a user's read asks for ([`crate::ReadOptions`]).
-    pub const fn user(verify_checksums: bool, fill_cache: bool) -> Self {
+    /// What a user's read asks for.
+    pub fn user(options: &crate::ReadOptions) -> Self {
         BlockReads {
-            verify_checksums,
-            fill_cache,
+            verify_checksums: options.verify_checksums,
+            fill_cache: options.fill_cache,
         }
     }
+
+    /// A reader's default: checked and cached, as [`crate::ReadOptions::default`] asks.
+    pub const CHECKED_CACHED: BlockReads = BlockReads {
+        verify_checksums: true,
+        fill_cache: true,
+    };
 
     /// A pass over whole tables once, in order (compaction, verify, repair): checked, not
     /// cached (it would push out what readers use). Reading ahead 256 KiB at a time was

@@ -1,10 +1,10 @@
 //! [`Builder`]: applies version edits to a base version to make the next one.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use super::{FileMeta, NUM_LEVELS, Version, VersionEdit};
+use super::{BlobFileMeta, FileMeta, NUM_LEVELS, Version, VersionEdit};
 use crate::error::{Error, Result};
 use crate::key::compare_internal_keys;
 
@@ -14,12 +14,16 @@ pub struct Builder {
     base: Arc<Version>,
     deleted: [HashSet<u64>; NUM_LEVELS],
     added: [Vec<Arc<FileMeta>>; NUM_LEVELS],
+    blob_files: BTreeMap<u64, BlobFileMeta>,
+    separation: bool,
 }
 
 impl Builder {
     /// Starts from `base`.
     pub fn new(base: Arc<Version>) -> Self {
         Builder {
+            blob_files: base.blob_files.clone(),
+            separation: base.separation,
             base,
             deleted: Default::default(),
             added: Default::default(),
@@ -35,6 +39,23 @@ impl Builder {
             self.deleted[level].insert(number);
             self.added[level].retain(|f| f.number != number);
         }
+        if let Some(on) = edit.separation {
+            self.separation = on;
+        }
+        for &(number, refs, bytes) in &edit.new_blob_files {
+            let f = self.blob_files.entry(number).or_default();
+            f.refs += refs;
+            f.bytes += bytes;
+        }
+        for &(number, refs, bytes) in &edit.blob_garbage {
+            if let Some(f) = self.blob_files.get_mut(&number) {
+                f.garbage_refs += refs;
+                f.garbage_bytes += bytes;
+                if f.garbage_refs >= f.refs {
+                    self.blob_files.remove(&number); // dead: no table refers to it
+                }
+            }
+        }
         for (level, f) in &edit.new_files {
             self.deleted[*level].remove(&f.number);
             self.added[*level].push(Arc::new(FileMeta::new(
@@ -49,7 +70,11 @@ impl Builder {
     /// The resulting version. Checks V1: deeper levels must not overlap (a manifest that
     /// says otherwise is corrupt).
     pub fn build(self) -> Result<Version> {
-        let mut v = Version::default();
+        let mut v = Version {
+            blob_files: self.blob_files,
+            separation: self.separation,
+            ..Version::default()
+        };
         for level in 0..NUM_LEVELS {
             let mut files: Vec<Arc<FileMeta>> = self.base.levels[level]
                 .iter()

@@ -12,6 +12,13 @@
 //! | 6 | deleted file | level varint32, file number varint64 |
 //! | 7 | new file | level varint32, number, size varint64, smallest, largest length-prefixed |
 //! | 9 | prev log number | varint64 |
+//! | 20 | value separation on (Strata only) | varint32 1 or 0 |
+//! | 21 | new blob file (Strata only) | number, refs, bytes varint64 |
+//! | 22 | blob garbage (Strata only) | number, refs, bytes varint64 |
+//!
+//! Tags 20-22 exist only in databases with value separation (`crate::blob`); LevelDB
+//! refuses a manifest holding them ("unknown tag"), which is what keeps it from misreading
+//! such a database. They are written after LevelDB's fields.
 //!
 //! Fields are written in the order 1, 2, 9, 3, 4, 5, 6, 7 (LevelDB's), deleted files
 //! sorted by (level, number). Tag 8 is retired; unknown tags are corruption, as are
@@ -34,6 +41,24 @@ const TAG_COMPACT_POINTER: u32 = 5;
 const TAG_DELETED_FILE: u32 = 6;
 const TAG_NEW_FILE: u32 = 7;
 const TAG_PREV_LOG_NUMBER: u32 = 9;
+const TAG_SEPARATION: u32 = 20;
+const TAG_NEW_BLOB_FILE: u32 = 21;
+const TAG_BLOB_GARBAGE: u32 = 22;
+
+/// What the manifest records of a blob file: how many refs to it tables hold (or held)
+/// and the bytes of their records. Garbage counts the refs compactions dropped; a file
+/// whose every ref is garbage is dead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlobFileMeta {
+    /// Refs written to tables.
+    pub refs: u64,
+    /// Bytes of the records those refs point to.
+    pub bytes: u64,
+    /// Refs dropped since.
+    pub garbage_refs: u64,
+    /// Bytes of the records of the dropped refs.
+    pub garbage_bytes: u64,
+}
 
 /// What the manifest records of a table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +92,12 @@ pub struct VersionEdit {
     pub deleted_files: BTreeSet<(usize, u64)>,
     /// Tables added.
     pub new_files: Vec<(usize, FileMetaData)>,
+    /// Value separation turned on or off (tag 20).
+    pub separation: Option<bool>,
+    /// Blob files added: (number, refs, bytes).
+    pub new_blob_files: Vec<(u64, u64, u64)>,
+    /// Refs to blob files dropped: (number, refs, bytes).
+    pub blob_garbage: Vec<(u64, u64, u64)>,
 }
 
 impl VersionEdit {
@@ -105,6 +136,21 @@ impl VersionEdit {
             put_varint64(&mut dst, f.size);
             put_length_prefixed(&mut dst, &f.smallest);
             put_length_prefixed(&mut dst, &f.largest);
+        }
+        if let Some(on) = self.separation {
+            put_varint32(&mut dst, TAG_SEPARATION);
+            put_varint32(&mut dst, u32::from(on));
+        }
+        for (tag, list) in [
+            (TAG_NEW_BLOB_FILE, &self.new_blob_files),
+            (TAG_BLOB_GARBAGE, &self.blob_garbage),
+        ] {
+            for &(number, refs, bytes) in list {
+                put_varint32(&mut dst, tag);
+                put_varint64(&mut dst, number);
+                put_varint64(&mut dst, refs);
+                put_varint64(&mut dst, bytes);
+            }
         }
         dst
     }
@@ -153,6 +199,29 @@ impl VersionEdit {
                             largest,
                         },
                     ));
+                }
+                TAG_SEPARATION => match d.varint32("value separation")? {
+                    0 => edit.separation = Some(false),
+                    1 => edit.separation = Some(true),
+                    v => {
+                        return Err(Error::corruption(
+                            "",
+                            at,
+                            format!("value separation flag {v} is neither 0 nor 1"),
+                        ));
+                    }
+                },
+                tag @ (TAG_NEW_BLOB_FILE | TAG_BLOB_GARBAGE) => {
+                    let entry = (
+                        d.varint64("blob file number")?,
+                        d.varint64("blob file refs")?,
+                        d.varint64("blob file bytes")?,
+                    );
+                    if tag == TAG_NEW_BLOB_FILE {
+                        edit.new_blob_files.push(entry);
+                    } else {
+                        edit.blob_garbage.push(entry);
+                    }
                 }
                 other => {
                     return Err(Error::corruption(
@@ -223,6 +292,19 @@ mod tests {
     fn round_trip() {
         let e = sample();
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
+        let blobs = VersionEdit {
+            separation: Some(true),
+            new_blob_files: vec![(13, 40, 4_000_000), (15, 1, 100)],
+            blob_garbage: vec![(13, 2, 200_000)],
+            ..sample()
+        };
+        assert_eq!(VersionEdit::decode(&blobs.encode()).unwrap(), blobs);
+        let off = VersionEdit {
+            separation: Some(false),
+            ..Default::default()
+        };
+        assert_eq!(off.encode(), [20, 0]);
+        assert!(VersionEdit::decode(&[20, 2]).unwrap_err().is_corruption());
         assert_eq!(VersionEdit::decode(&[]).unwrap(), VersionEdit::default());
     }
 

@@ -15,7 +15,7 @@ use crate::env::{Env, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::key::BYTEWISE_COMPARATOR;
-use crate::log::{LogReader, LogWriter};
+use crate::log::{Checksums, LogReader, LogWriter};
 
 /// The current version and the counters the manifest records.
 pub struct VersionSet {
@@ -149,7 +149,8 @@ impl VersionSet {
             })?;
         let manifest_path = self.dir.join(name);
         let manifest_name = manifest_path.to_string_lossy().into_owned();
-        let mut reader = LogReader::new(self.env.new_sequential(&manifest_path)?, true);
+        let mut reader =
+            LogReader::new(self.env.new_sequential(&manifest_path)?, Checksums::Verify);
         let mut builder = Builder::new(Arc::new(Version::default()));
         let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
         let mut record = Vec::new();
@@ -312,6 +313,16 @@ impl VersionSet {
                 ));
             }
         }
+        if self.current.separation {
+            edit.separation = Some(true);
+        }
+        for (&number, f) in &self.current.blob_files {
+            edit.new_blob_files.push((number, f.refs, f.bytes));
+            if f.garbage_refs > 0 {
+                edit.blob_garbage
+                    .push((number, f.garbage_refs, f.garbage_bytes));
+            }
+        }
         edit
     }
 
@@ -325,6 +336,17 @@ impl VersionSet {
             }
         }
         live
+    }
+
+    /// Numbers of every blob file some live version names (X3: a reader of an older
+    /// version may still follow refs into it).
+    pub fn live_blob_files(&mut self) -> HashSet<u64> {
+        self.versions.retain(|w| w.strong_count() > 0);
+        self.versions
+            .iter()
+            .filter_map(Weak::upgrade)
+            .flat_map(|v| v.blob_files.keys().copied().collect::<Vec<_>>())
+            .collect()
     }
 }
 

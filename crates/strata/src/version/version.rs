@@ -51,6 +51,8 @@ pub enum GetResult<V = Vec<u8>> {
     Value(V),
     /// The newest visible version is a deletion.
     Deleted,
+    /// The newest visible version is a value in a blob file: this is its encoded ref.
+    Blob(V),
     /// No table holds the key.
     Absent,
 }
@@ -66,6 +68,10 @@ pub struct Version {
     pub compaction_level: usize,
     /// A table whose allowed seeks ran out, with its level.
     pub file_to_compact: Mutex<Option<(usize, Arc<FileMeta>)>>,
+    /// The blob files the manifest names, not yet dead (X3).
+    pub blob_files: std::collections::BTreeMap<u64, super::BlobFileMeta>,
+    /// The manifest says values may be in blob files (tag 20): LevelDB must refuse it.
+    pub separation: bool,
 }
 
 /// Index of the first table in a sorted level whose largest key is at or after `ikey`.
@@ -197,7 +203,7 @@ impl Version {
         seqnum: u64,
         mut lookup: impl FnMut(&FileMeta, &[u8]) -> Result<Option<(Vec<u8>, V)>>,
     ) -> Result<(GetResult<V>, Option<(usize, Arc<FileMeta>)>)> {
-        let ikey = make_internal_key(user_key, seqnum, ValueType::Value);
+        let ikey = make_internal_key(user_key, seqnum, ValueType::FOR_SEEK);
         let mut first_miss: Option<(usize, Arc<FileMeta>)> = None;
         let mut consulted = 0usize;
         let mut charge = None;
@@ -236,6 +242,7 @@ impl Version {
                     let result = match p.ty {
                         ValueType::Value => GetResult::Value(value),
                         ValueType::Deletion => GetResult::Deleted,
+                        ValueType::BlobRef => GetResult::Blob(value),
                     };
                     return Ok((result, self.charge_seek(charge)));
                 }

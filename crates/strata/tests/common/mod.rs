@@ -102,7 +102,10 @@ pub fn table_name(dir: &Path, number: u64) -> std::path::PathBuf {
 /// Reads every record of a log file; panics (test failure) on any dropped byte.
 pub fn read_log_records(path: &Path) -> Vec<Vec<u8>> {
     let env = DiskEnv::new();
-    let mut reader = LogReader::new(env.new_sequential(path).unwrap(), true);
+    let mut reader = LogReader::new(
+        env.new_sequential(path).unwrap(),
+        strata::log::Checksums::Verify,
+    );
     let mut out = Vec::new();
     let mut rec = Vec::new();
     while reader.read_record(&mut rec).unwrap() {
@@ -171,7 +174,7 @@ pub fn read_leveldb_dir(dir: &Path) -> DirContents {
             )
             .unwrap(),
         );
-        let mut it = table.iter(strata::sstable::BlockReads::user(true, true));
+        let mut it = table.iter(strata::sstable::BlockReads::CHECKED_CACHED);
         it.seek_to_first();
         while it.valid() {
             let p = ParsedInternalKey::parse(it.key()).unwrap();
@@ -218,6 +221,13 @@ pub fn read_leveldb_dir(dir: &Path) -> DirContents {
                         Found {
                             ty: ValueType::Deletion,
                             value: Vec::new(),
+                        },
+                    ),
+                    BatchOp::BlobRef(k, r) => (
+                        k,
+                        Found {
+                            ty: ValueType::BlobRef,
+                            value: r.to_vec(),
                         },
                     ),
                 };

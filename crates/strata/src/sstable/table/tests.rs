@@ -39,13 +39,13 @@ fn options(compression: Compression, bloom: Option<usize>, block_size: usize) ->
 #[test]
 fn empty_table() {
     let t = open(build(0, TableOptions::default())).unwrap();
-    let mut it = t.iter(BlockReads::user(true, true));
+    let mut it = t.iter(BlockReads::CHECKED_CACHED);
     it.seek_to_first();
     assert!(!it.valid());
     it.seek_to_last();
     assert!(!it.valid());
     assert!(
-        t.get(&ikey(1, 5), BlockReads::user(true, true))
+        t.get(&ikey(1, 5), BlockReads::CHECKED_CACHED)
             .unwrap()
             .is_none()
     );
@@ -63,7 +63,7 @@ fn iterate_both_ways_and_seek() {
         let n = 2000;
         let t = open(build(n, opts)).unwrap();
         assert_eq!(t.has_filter(), opts.bloom_bits_per_key.is_some());
-        let mut it = t.iter(BlockReads::user(true, true));
+        let mut it = t.iter(BlockReads::CHECKED_CACHED);
         it.seek_to_first();
         for i in 0..n {
             assert!(it.valid(), "{i} {opts:?}");
@@ -87,7 +87,7 @@ fn iterate_both_ways_and_seek() {
             ));
             assert_eq!(it.key(), &ikey(i, 100 + i as u64)[..]);
             let got = t
-                .get(&ikey(i, 100 + i as u64), BlockReads::user(true, true))
+                .get(&ikey(i, 100 + i as u64), BlockReads::CHECKED_CACHED)
                 .unwrap()
                 .unwrap();
             assert_eq!(got, (ikey(i, 100 + i as u64), value(i)));
@@ -103,7 +103,7 @@ fn filter_rules_out_absent_keys() {
     let hits = (0..n)
         .filter(|i| {
             let k = make_internal_key(format!("key{i:08}x").as_bytes(), 1000, ValueType::Value);
-            t.get(&k, BlockReads::user(true, true))
+            t.get(&k, BlockReads::CHECKED_CACHED)
                 .unwrap()
                 .is_some_and(|(found, _)| key::user_key(&found) == key::user_key(&k))
         })
@@ -136,13 +136,13 @@ fn damaged_files_give_errors() {
     let mut bad_data = good.clone();
     bad_data[10] ^= 0x04;
     let t = open(bad_data).unwrap();
-    let mut it = t.iter(BlockReads::user(true, true));
+    let mut it = t.iter(BlockReads::CHECKED_CACHED);
     it.seek_to_first();
     assert!(!it.valid());
     let err = it.status().unwrap_err();
     assert!(err.is_corruption());
     assert_eq!(err.as_corruption().unwrap().file, "test.ldb");
-    assert!(t.get(&ikey(0, 100), BlockReads::user(true, true)).is_err());
+    assert!(t.get(&ikey(0, 100), BlockReads::CHECKED_CACHED).is_err());
 }
 
 #[test]
@@ -155,14 +155,14 @@ fn block_cache_serves_repeated_reads() {
         .with_cache(Arc::clone(&cache));
     assert_eq!(cache.usage(), 0);
     let got = t
-        .get(&ikey(10, 110), BlockReads::user(true, true))
+        .get(&ikey(10, 110), BlockReads::CHECKED_CACHED)
         .unwrap()
         .unwrap();
     assert_eq!(got.1, value(10));
     let after_one = cache.usage();
     assert!(after_one > 0);
     assert_eq!(
-        t.get(&ikey(11, 111), BlockReads::user(true, true))
+        t.get(&ikey(11, 111), BlockReads::CHECKED_CACHED)
             .unwrap()
             .unwrap()
             .1,

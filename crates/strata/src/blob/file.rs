@@ -1,0 +1,165 @@
+//! The blob file: a magic number, then records, appended and never rewritten.
+//!
+//! ```text
+//! file   := magic(8) record*
+//! record := crc fixed32 | key_len varint32 | value_len varint32 | key | value
+//! ```
+//!
+//! `crc` is LevelDB's masked CRC-32C of everything after it in the record.
+
+use super::BlobRef;
+use crate::checksum;
+use crate::coding::{decode_fixed32, decode_varint32, put_fixed32, put_varint32};
+use crate::env::WritableFile;
+use crate::error::{Error, Result};
+
+/// The first eight bytes of every blob file.
+pub const BLOB_MAGIC: &[u8; 8] = b"strblob\x01";
+
+/// Size of a record's header for a key and value of these sizes.
+pub fn record_header_len(key_len: usize, value_len: usize) -> usize {
+    4 + crate::coding::varint_length(key_len as u64)
+        + crate::coding::varint_length(value_len as u64)
+}
+
+/// Appends records to blob file `number`. Not thread-safe: the write leader owns it.
+pub struct BlobWriter {
+    file: Box<dyn WritableFile>,
+    number: u64,
+    offset: u64,
+    header: Vec<u8>,
+    /// Records written.
+    records: u64,
+    /// Bytes known durable.
+    synced: u64,
+}
+
+impl std::fmt::Debug for BlobWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobWriter")
+            .field("number", &self.number)
+            .field("offset", &self.offset)
+            .finish_non_exhaustive()
+    }
+}
+
+impl BlobWriter {
+    /// A writer for the new, empty `file` numbered `number`; writes the magic.
+    pub fn new(mut file: Box<dyn WritableFile>, number: u64) -> Result<Self> {
+        file.append(BLOB_MAGIC)?;
+        Ok(BlobWriter {
+            file,
+            number,
+            offset: BLOB_MAGIC.len() as u64,
+            header: Vec::with_capacity(16),
+            records: 0,
+            synced: 0,
+        })
+    }
+
+    /// The file's number.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// Bytes written so far, magic included.
+    pub fn size(&self) -> u64 {
+        self.offset
+    }
+
+    /// Records written so far.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+
+    /// Appends a record and returns its ref. The record reaches the file's buffer only:
+    /// [`BlobWriter::flush`] before anyone may read it (X1).
+    pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<BlobRef> {
+        let (Ok(key_len), Ok(value_len)) = (u32::try_from(key.len()), u32::try_from(value.len()))
+        else {
+            return Err(Error::InvalidArgument(format!(
+                "blob record too large: key {} bytes, value {} bytes",
+                key.len(),
+                value.len()
+            )));
+        };
+        self.header.clear();
+        put_fixed32(&mut self.header, 0);
+        put_varint32(&mut self.header, key_len);
+        put_varint32(&mut self.header, value_len);
+        let crc = checksum::extend(
+            checksum::extend(checksum::crc32c(&self.header[4..]), key),
+            value,
+        );
+        self.header[..4].copy_from_slice(&checksum::mask(crc).to_le_bytes());
+        let record_len = self.header.len() + key.len() + value.len();
+        let Ok(record_len32) = u32::try_from(record_len) else {
+            return Err(Error::InvalidArgument(format!(
+                "blob record too large: {record_len} bytes"
+            )));
+        };
+        self.file.append(&self.header)?;
+        self.file.append(key)?;
+        self.file.append(value)?;
+        let r = BlobRef {
+            file: self.number,
+            offset: self.offset,
+            record_len: record_len32,
+            value_len,
+        };
+        self.offset += record_len as u64;
+        self.records += 1;
+        Ok(r)
+    }
+
+    /// Hands buffered records to the operating system (readers of the file see them).
+    pub fn flush(&mut self) -> Result<()> {
+        self.file.flush()
+    }
+
+    /// Makes every record written durable (no call when nothing was added since the
+    /// last sync).
+    pub fn sync(&mut self) -> Result<()> {
+        if self.synced == self.offset {
+            return Ok(());
+        }
+        self.file.sync()?;
+        self.synced = self.offset;
+        Ok(())
+    }
+}
+
+/// Checks a whole record read for `r` and returns its key and value (X2). `name` names
+/// the file in errors.
+pub fn decode_record<'a>(
+    name: &str,
+    r: &BlobRef,
+    record: &'a [u8],
+) -> Result<(&'a [u8], &'a [u8])> {
+    let bad = |what: String| Error::corruption(name, r.offset, what);
+    if record.len() != r.record_len as usize {
+        return Err(bad(format!(
+            "blob record truncated: {} of {} bytes",
+            record.len(),
+            r.record_len
+        )));
+    }
+    let stored = decode_fixed32(record).ok_or_else(|| bad("blob record too short".into()))?;
+    let body = &record[4..];
+    if checksum::unmask(stored) != checksum::crc32c(body) {
+        return Err(bad("blob record checksum mismatch".into()));
+    }
+    let (key_len, n1) =
+        decode_varint32(body).ok_or_else(|| bad("blob record key length".into()))?;
+    let (value_len, n2) =
+        decode_varint32(&body[n1..]).ok_or_else(|| bad("blob record value length".into()))?;
+    let rest = &body[n1 + n2..];
+    if value_len != r.value_len || rest.len() != key_len as usize + value_len as usize {
+        return Err(bad(format!(
+            "blob record holds a {key_len}-byte key and a {value_len}-byte value; the ref \
+             expects a {}-byte value in {} bytes",
+            r.value_len, r.record_len
+        )));
+    }
+    Ok(rest.split_at(key_len as usize))
+}

@@ -1,0 +1,102 @@
+//! Key-value separation: values at or above [`crate::Options::blob_threshold`] are
+//! written once, at write time, to a *blob file*, and everything else (the WAL, the
+//! memtable, tables, compactions) carries a small [`BlobRef`] in their place. Formats:
+//! `docs/format/blob.md`; the design and its measurements: `docs/design.md`.
+//!
+//! A blob file is the companion of a WAL: the writer of log `N` puts the large values of
+//! its batches in `N.blob`. It is append-only and never rewritten; a record, once
+//! referenced, stays where it is until its whole file is dead.
+//!
+//! Invariants:
+//! - X1 A ref is published (in the WAL, then the memtable) only after its record was
+//!   handed to the file (`flush`), so any reader that finds the ref can read the record;
+//!   a synced write syncs the blob file before its WAL record (so the ref never outlives
+//!   the record on disk for an acknowledged synced write).
+//! - X2 Every record carries its key and a CRC-32C of key and value; a read checks the
+//!   CRC, the value's length against the ref and the key against the one looked up, so
+//!   a damaged blob or a ref to the wrong place is an error, never a wrong value.
+//! - X3 A blob file is live while the manifest names it or its log is still needed
+//!   (number at or above the version's log number); the manifest names it from the flush
+//!   that turns its log's memtable into a table.
+
+mod file;
+mod store;
+
+pub use file::{BLOB_MAGIC, BlobWriter, decode_record, record_header_len};
+pub use store::BlobStore;
+
+use crate::coding::{Decoder, put_varint32, put_varint64};
+use crate::error::{Error, Result};
+
+/// Where a value lives: the value stored, in place of the value, under an entry of type
+/// [`crate::key::ValueType::BlobRef`].
+///
+/// ```text
+/// file varint64 | offset varint64 | record_len varint32 | value_len varint32
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlobRef {
+    /// The blob file's number (that of its WAL).
+    pub file: u64,
+    /// The offset of the record in the file.
+    pub offset: u64,
+    /// The record's size in bytes, header included.
+    pub record_len: u32,
+    /// The value's size in bytes.
+    pub value_len: u32,
+}
+
+impl BlobRef {
+    /// Largest encoded size.
+    pub const MAX_ENCODED_LEN: usize = 10 + 10 + 5 + 5;
+
+    /// Appends the encoding to `dst`.
+    pub fn encode_to(&self, dst: &mut Vec<u8>) {
+        put_varint64(dst, self.file);
+        put_varint64(dst, self.offset);
+        put_varint32(dst, self.record_len);
+        put_varint32(dst, self.value_len);
+    }
+
+    /// The encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut v = Vec::with_capacity(Self::MAX_ENCODED_LEN);
+        self.encode_to(&mut v);
+        v
+    }
+
+    /// Decodes a ref; anything but exactly one ref is corruption.
+    pub fn decode(src: &[u8]) -> Result<Self> {
+        let mut d = Decoder::new(src);
+        let r = BlobRef {
+            file: d.varint64("blob ref file")?,
+            offset: d.varint64("blob ref offset")?,
+            record_len: d.varint32("blob ref record length")?,
+            value_len: d.varint32("blob ref value length")?,
+        };
+        if !d.is_empty() {
+            return Err(Error::corruption(
+                "",
+                d.position() as u64,
+                format!(
+                    "blob ref has {} bytes after its fields",
+                    d.remaining().len()
+                ),
+            ));
+        }
+        if u64::from(r.value_len) >= u64::from(r.record_len) {
+            return Err(Error::corruption(
+                "",
+                0,
+                format!(
+                    "blob ref value length {} not below its record length {}",
+                    r.value_len, r.record_len
+                ),
+            ));
+        }
+        Ok(r)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,95 @@
+use std::path::Path;
+use std::sync::Arc;
+
+use super::*;
+use crate::env::{Env, MemEnv};
+use crate::filename;
+
+fn store_with(records: &[(&[u8], Vec<u8>)]) -> (Arc<MemEnv>, BlobStore, Vec<BlobRef>) {
+    let env = Arc::new(MemEnv::new());
+    let dir = Path::new("/db");
+    let file = env.new_writable(&filename::blob(dir, 7)).unwrap();
+    let mut w = BlobWriter::new(file, 7).unwrap();
+    let refs: Vec<_> = records.iter().map(|(k, v)| w.add(k, v).unwrap()).collect();
+    w.flush().unwrap();
+    assert_eq!(w.records(), records.len() as u64);
+    let store = BlobStore::new(Arc::clone(&env) as Arc<dyn Env>, dir.to_path_buf());
+    (env, store, refs)
+}
+
+#[test]
+fn values_read_back_through_their_refs() {
+    let big = vec![0xAB; 100_000];
+    let (_env, store, refs) =
+        store_with(&[(b"a", b"1".to_vec()), (b"b", big.clone()), (b"", vec![])]);
+    assert_eq!(refs[0].offset, BLOB_MAGIC.len() as u64);
+    assert_eq!(
+        refs[1].offset,
+        refs[0].offset + u64::from(refs[0].record_len)
+    );
+    assert_eq!(store.read(b"a", &refs[0].encode()).unwrap(), b"1");
+    assert_eq!(store.read(b"b", &refs[1].encode()).unwrap(), big);
+    assert_eq!(store.read(b"", &refs[2].encode()).unwrap(), b"");
+    for r in &refs {
+        assert_eq!(BlobRef::decode(&r.encode()).unwrap(), *r);
+    }
+}
+
+#[test]
+fn every_damaged_byte_of_a_record_is_an_error_not_a_wrong_value() {
+    let (env, store, refs) = store_with(&[(b"key", b"value-value".to_vec())]);
+    let path = filename::blob(Path::new("/db"), 7);
+    let good = env.contents(&path).unwrap();
+    let r = refs[0];
+    for at in r.offset as usize..good.len() {
+        let mut bad = good.clone();
+        bad[at] ^= 0x01;
+        env.set_contents(&path, bad);
+        store.evict(7);
+        let e = store.read(b"key", &r.encode()).unwrap_err();
+        assert!(e.is_corruption(), "byte {at}: {e}");
+    }
+    // Truncated file.
+    env.set_contents(&path, good[..good.len() - 1].to_vec());
+    store.evict(7);
+    assert!(store.read(b"key", &r.encode()).unwrap_err().is_corruption());
+}
+
+#[test]
+fn a_ref_to_another_key_or_size_is_an_error() {
+    let (_env, store, refs) = store_with(&[(b"k1", b"v1".to_vec()), (b"k2", b"v2".to_vec())]);
+    let e = store.read(b"k2", &refs[0].encode()).unwrap_err();
+    assert!(e.to_string().contains("another key"), "{e}");
+    let mut wrong = refs[0];
+    wrong.value_len = 1;
+    assert!(
+        store
+            .read(b"k1", &wrong.encode())
+            .unwrap_err()
+            .is_corruption()
+    );
+    let mut wrong = refs[0];
+    wrong.offset += 1;
+    assert!(
+        store
+            .read(b"k1", &wrong.encode())
+            .unwrap_err()
+            .is_corruption()
+    );
+}
+
+#[test]
+fn malformed_refs_are_corruption() {
+    let r = BlobRef {
+        file: 3,
+        offset: 8,
+        record_len: 20,
+        value_len: 10,
+    };
+    let mut enc = r.encode();
+    enc.push(0);
+    assert!(BlobRef::decode(&enc).unwrap_err().is_corruption());
+    assert!(BlobRef::decode(&enc[..2]).unwrap_err().is_corruption());
+    let bad = BlobRef { value_len: 20, ..r };
+    assert!(BlobRef::decode(&bad.encode()).unwrap_err().is_corruption());
+}
