@@ -821,6 +821,7 @@ mod tests {
             mmap_read: true,
             subcompactions: 2,
             memtable_run_size: 4 << 20,
+            blob_threshold: 512,
         };
         let mut runner = Runner::new(&flags, kind, dir.path().join("db"), settings);
         for name in [

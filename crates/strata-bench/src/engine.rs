@@ -34,6 +34,9 @@ pub struct Settings {
     pub subcompactions: usize,
     /// Strata's `memtable_run_size` (0: one run); other engines ignore it.
     pub memtable_run_size: usize,
+    /// The `strata-blob` engine's `blob_threshold`: values of at least this many bytes go
+    /// to blob files. Other engines (plain `strata` included) ignore it.
+    pub blob_threshold: usize,
 }
 
 /// One write of a batch: a put (`Some(value)`) or a delete. Borrowed from buffers the
@@ -153,9 +156,13 @@ pub mod strata_engine {
 
     use super::{BatchOp, Engine, EngineCounters, EngineKind, Settings};
 
-    /// Opens Strata databases.
+    /// Opens Strata databases: plain (LevelDB's format), or with value separation on
+    /// (`strata-blob`, `Options::blob_threshold` from the settings).
     #[derive(Debug)]
-    pub struct StrataKind;
+    pub struct StrataKind {
+        /// Value separation on.
+        pub blob: bool,
+    }
 
     struct StrataEngine {
         db: Db,
@@ -163,7 +170,7 @@ pub mod strata_engine {
 
     impl EngineKind for StrataKind {
         fn name(&self) -> &'static str {
-            "strata"
+            if self.blob { "strata-blob" } else { "strata" }
         }
         fn version(&self) -> String {
             env!("CARGO_PKG_VERSION").to_string()
@@ -186,6 +193,7 @@ pub mod strata_engine {
                 mmap_reads: s.mmap_read,
                 max_subcompactions: s.subcompactions,
                 memtable_run_size: s.memtable_run_size,
+                blob_threshold: if self.blob { s.blob_threshold } else { 0 },
                 ..Options::default()
             };
             let db = Db::open(dir, options)

@@ -82,6 +82,10 @@ pub struct Flags {
     /// bytes (0: one run). Other engines ignore it.
     #[arg(long = "memtable_run_size", default_value_t = 4 << 20)]
     pub memtable_run_size: usize,
+    /// The `strata-blob` engine: values of at least this many bytes go to blob files
+    /// (value separation). Other engines ignore it.
+    #[arg(long = "blob_threshold", default_value_t = 512)]
+    pub blob_threshold: usize,
     /// Block compression (Snappy).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub compression: bool,

@@ -83,6 +83,7 @@ fn settings(f: &Flags) -> Settings {
         mmap_read: f.mmap_read,
         subcompactions: f.subcompactions,
         memtable_run_size: f.memtable_run_size,
+        blob_threshold: f.blob_threshold,
         compression: f.compression,
     }
 }

@@ -101,6 +101,10 @@ pub struct Options {
     /// its blob file reaches this size, so blob files stay about this large (default
     /// 64 MiB).
     pub blob_file_size: u64,
+    /// Garbage collection of blob files: a compaction moves the values a kept ref points
+    /// to when at least this fraction of their blob file's bytes is garbage (refs dropped
+    /// by compactions), so the file can die (default 0.25; 1.0: never).
+    pub blob_gc_ratio: f64,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,
 }
@@ -138,6 +142,7 @@ impl Default for Options {
             memtable_run_size: crate::memtable::MIN_RUN_BYTES,
             blob_threshold: 0,
             blob_file_size: 64 << 20,
+            blob_gc_ratio: 0.25,
             env: Arc::new(DiskEnv::new()),
         }
     }
@@ -189,6 +194,10 @@ impl Options {
         check(
             (64 << 10..=1 << 40).contains(&self.blob_file_size),
             "blob_file_size must be 64 KiB to 1 TiB",
+        )?;
+        check(
+            (0.0..=1.0).contains(&self.blob_gc_ratio),
+            "blob_gc_ratio must be 0 to 1",
         )?;
         Ok(())
     }

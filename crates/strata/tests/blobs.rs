@@ -309,3 +309,88 @@ fn repair_keeps_the_values_in_blob_files() {
     let db = Db::open(&dir, options()).unwrap();
     check(&db, &model);
 }
+
+fn dir_bytes(dir: &Path, suffix: &str) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
+        .map(|e| e.metadata().unwrap().len())
+        .sum()
+}
+
+#[test]
+fn sustained_overwrites_keep_blob_space_bounded() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let options = Options {
+        blob_file_size: 64 << 10,
+        ..options()
+    };
+    let db = Db::open(&dir, options.clone()).unwrap();
+    let (keys, size) = (200u64, 2000usize);
+    let live = keys * size as u64;
+    let mut peak = 0f64;
+    for round in 0..30u64 {
+        for i in 0..keys {
+            db.put(key(i), vec![round as u8; size]).unwrap();
+        }
+        let amp = dir_bytes(&dir, ".blob") as f64 / live as f64;
+        peak = peak.max(amp);
+        if round >= 10 {
+            assert!(
+                amp < 4.0,
+                "round {round}: blob files hold {amp:.2}x the live values"
+            );
+        }
+    }
+    for i in 0..keys {
+        assert_eq!(db.get(key(i)).unwrap(), Some(vec![29u8; size]));
+    }
+    db.compact_range(None, None).unwrap();
+    let amp = dir_bytes(&dir, ".blob") as f64 / live as f64;
+    eprintln!("blob space: peak {peak:.2}x live, {amp:.2}x after a full compaction");
+    assert!(amp < 2.0, "after a full compaction: {amp:.2}x");
+    for i in 0..keys {
+        assert_eq!(db.get(key(i)).unwrap(), Some(vec![29u8; size]));
+    }
+}
+
+#[test]
+fn threshold_off_and_a_full_compaction_give_back_a_leveldb_database() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let mut model = BTreeMap::new();
+    let mut rng = Rng::new(5);
+    let db = Db::open(&dir, options()).unwrap();
+    for i in 0..400u64 {
+        let v = value(&mut rng, i);
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+        if i % 100 == 99 {
+            db.compact_range(None, None).unwrap();
+        }
+    }
+    db.close().unwrap();
+    assert!(leveldb_ffi::Db::open(&dir, &leveldb_ffi::Options::default()).is_err());
+    let plain = Options {
+        blob_threshold: 0,
+        ..options()
+    };
+    let db = Db::open(&dir, plain.clone()).unwrap();
+    check(&db, &model);
+    db.compact_range(None, None).unwrap();
+    check(&db, &model);
+    let blobs = db.property("strata.blob-files").unwrap();
+    let tables = db.property("leveldb.sstables").unwrap();
+    db.close().unwrap();
+    assert!(
+        blob_files(&dir).is_empty(),
+        "{:?}\n{blobs}\n{tables}",
+        blob_files(&dir)
+    );
+    let ldb = leveldb_ffi::Db::open(&dir, &leveldb_ffi::Options::default()).unwrap();
+    let all = ldb.collect_all().unwrap();
+    let want: Vec<_> = model.into_iter().collect();
+    assert!(all == want, "LevelDB reads other values");
+}

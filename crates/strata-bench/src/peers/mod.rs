@@ -20,7 +20,10 @@ use crate::engine::EngineKind;
 
 /// Every engine this build can run.
 pub fn all() -> Vec<&'static dyn EngineKind> {
-    let mut v: Vec<&'static dyn EngineKind> = vec![&crate::engine::strata_engine::StrataKind];
+    let mut v: Vec<&'static dyn EngineKind> = vec![
+        &crate::engine::strata_engine::StrataKind { blob: false },
+        &crate::engine::strata_engine::StrataKind { blob: true },
+    ];
     #[cfg(feature = "leveldb")]
     v.push(&leveldb::LevelDbKind);
     #[cfg(feature = "fjall")]

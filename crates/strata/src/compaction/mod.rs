@@ -15,5 +15,5 @@
 pub mod picker;
 pub mod shard;
 
-pub use picker::{Compaction, pick_compaction, range_compaction};
+pub use picker::{Compaction, in_place_compaction, pick_compaction, range_compaction};
 pub use shard::{Shard, shards};

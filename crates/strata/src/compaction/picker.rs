@@ -161,6 +161,36 @@ pub fn range_compaction(
     Some(c)
 }
 
+/// A compaction of the tables of `level` over the user-key range back into `level`
+/// itself, for a level with no data below it in the range (the deepest): every entry is
+/// rewritten, which is how blob refs there are inlined or moved (`db/blob_gc.rs`). It is
+/// expressed as a compaction of `level - 1` with no input from that level. `None` if
+/// nothing overlaps the range, or for level 0.
+pub fn in_place_compaction(
+    version: &Arc<Version>,
+    level: usize,
+    begin: Option<&[u8]>,
+    end: Option<&[u8]>,
+    max_file_size: u64,
+) -> Option<Compaction> {
+    if level == 0 {
+        return None;
+    }
+    let mut inputs = version.overlapping_inputs(level, begin, end);
+    if inputs.is_empty() {
+        return None;
+    }
+    add_boundary_inputs(&version.levels[level], &mut inputs);
+    let mut c = Compaction::new(level - 1, Arc::clone(version), max_file_size);
+    c.inputs[1] = inputs;
+    if level + 1 < NUM_LEVELS {
+        let range = key_range(&c.inputs[1]);
+        let (lo, hi) = user_bounds(&range);
+        c.grandparents = version.overlapping_inputs(level + 1, lo, hi);
+    }
+    Some(c)
+}
+
 /// Adds to `inputs` every table of `level_files` that starts with the user key the inputs
 /// end with (P3): a user key's versions can straddle two adjacent tables, and moving the
 /// newer one down a level without the older one would let the older one shadow it.

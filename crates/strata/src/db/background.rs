@@ -15,7 +15,7 @@ use super::failure::{Step, record_error};
 use super::flush::compact_memtable;
 use super::obsolete::delete_obsolete_files;
 use super::{DbInner, State};
-use crate::compaction::{pick_compaction, range_compaction};
+use crate::compaction::{in_place_compaction, pick_compaction, range_compaction};
 use crate::key;
 use crate::version::FileMetaData;
 
@@ -87,9 +87,16 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
         .manual
         .as_ref()
         .filter(|m| !m.done)
-        .map(|m| (m.level, m.begin.clone(), m.end.clone()));
+        .map(|m| (m.level, m.begin.clone(), m.end.clone(), m.in_place));
     let compaction = match &manual {
-        Some((level, begin, end)) => range_compaction(
+        Some((level, begin, end, true)) => in_place_compaction(
+            &version,
+            *level,
+            begin.as_deref(),
+            end.as_deref(),
+            max_file_size,
+        ),
+        Some((level, begin, end, false)) => range_compaction(
             &version,
             *level,
             begin.as_deref(),
@@ -108,7 +115,7 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
     let covered_to = c.inputs[0]
         .last()
         .map(|f| key::user_key(&f.largest).to_vec());
-    let cut = manual.is_some()
+    let cut = manual.as_ref().is_some_and(|m| !m.3)
         && version
             .overlapping_inputs(
                 c.level,

@@ -20,10 +20,10 @@ use std::sync::{Arc, MutexGuard, mpsc};
 use std::time::Instant;
 
 use super::LevelIter;
+use super::blob_gc::{BlobRewriter, discard_blob_files};
 use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::{compact_memtable, discard_table};
 use super::{DbInner, State};
-use crate::blob::BlobRef;
 use crate::compaction::{Compaction, Shard, shards};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
@@ -99,12 +99,14 @@ pub(super) fn run_compaction<'a>(
             outputs,
             numbers,
             garbage,
+            blobs_written,
+            blob_numbers,
         },
         shard_count,
     ) = merge_shards(db, &c, smallest_snapshot);
     st = db.lock();
     st.helper_shards += shard_count as u64 - 1;
-    for n in &numbers {
+    for n in numbers.iter().chain(&blob_numbers) {
         st.pending_outputs.remove(n);
     }
     let s = &mut st.level_stats[c.level + 1];
@@ -118,6 +120,7 @@ pub(super) fn run_compaction<'a>(
         for n in &numbers {
             discard_table(db, *n);
         }
+        discard_blob_files(db, &blob_numbers);
         let e = match &f {
             Failure::Retry(e) | Failure::Stop(e) => e.clone(),
         };
@@ -132,6 +135,7 @@ pub(super) fn run_compaction<'a>(
         .into_iter()
         .map(|(n, (refs, bytes))| (n, refs, bytes))
         .collect();
+    c.edit.new_blob_files = blobs_written;
     for o in outputs {
         c.edit.new_files.push((c.level + 1, o));
     }
@@ -151,8 +155,38 @@ pub(super) fn run_compaction<'a>(
     match installed {
         Ok(()) => {
             st.bg_pause_streak = 0;
-            (st, None)
+            end_separation_if_done(db, st)
         }
+        Err(e) => {
+            record_error(&mut st, e.clone());
+            (st, Some(e))
+        }
+    }
+}
+
+/// With value separation off, once no blob file is left (every ref inlined, dead or
+/// dropped), the manifest stops saying that values may be in blob files: the database is
+/// LevelDB's format again and LevelDB opens it.
+fn end_separation_if_done<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+) -> (MutexGuard<'a, State>, Option<Error>) {
+    let v = st.versions.current();
+    if db.options.blob_threshold > 0
+        || !v.separation
+        || !v.blob_files.is_empty()
+        || !st.blob_counts.is_empty()
+    {
+        return (st, None);
+    }
+    let mut edit = crate::version::VersionEdit {
+        separation: Some(false),
+        ..Default::default()
+    };
+    let applied;
+    (st, applied) = db.apply_edit(st, &mut edit);
+    match applied {
+        Ok(()) => (st, None),
         Err(e) => {
             record_error(&mut st, e.clone());
             (st, Some(e))
@@ -166,8 +200,12 @@ struct ShardResult {
     result: std::result::Result<(), Failure>,
     outputs: Vec<FileMetaData>,
     numbers: Vec<u64>,
-    /// Refs to blob files dropped, per file: (refs, record bytes).
+    /// Refs to blob files dropped or rewritten, per file: (refs, record bytes).
     garbage: BTreeMap<u64, (u64, u64)>,
+    /// Blob files written (values moved), synced: (number, refs, bytes).
+    blobs_written: Vec<(u64, u64, u64)>,
+    /// Numbers of every blob file begun, which are in `pending_outputs`.
+    blob_numbers: Vec<u64>,
 }
 
 impl ShardResult {
@@ -178,6 +216,8 @@ impl ShardResult {
             outputs: Vec::new(),
             numbers: Vec::new(),
             garbage: BTreeMap::new(),
+            blobs_written: Vec::new(),
+            blob_numbers: Vec::new(),
         }
     }
 }
@@ -264,6 +304,8 @@ fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardR
         }
         all.outputs.extend(r.outputs);
         all.numbers.extend(r.numbers);
+        all.blobs_written.extend(r.blobs_written);
+        all.blob_numbers.extend(r.blob_numbers);
         for (n, (refs, bytes)) in r.garbage {
             let g = all.garbage.entry(n).or_default();
             g.0 += refs;
@@ -342,15 +384,46 @@ fn merge_inputs(
     to_sync: &SyncQueue,
     out: &mut ShardResult,
 ) -> std::result::Result<(), Failure> {
-    let ShardResult {
-        outputs,
-        numbers,
-        garbage,
-        ..
-    } = out;
+    let mut blobs = BlobRewriter::new(db, &c.version.blob_files);
+    let merged = merge_entries(
+        db,
+        c,
+        &mut shard,
+        smallest_snapshot,
+        flushes,
+        abort,
+        to_sync,
+        &mut out.outputs,
+        &mut out.numbers,
+        &mut blobs,
+    )
+    .and_then(|()| blobs.finish().map_err(Failure::of_table_write));
+    out.garbage = std::mem::take(&mut blobs.garbage);
+    out.blobs_written = std::mem::take(&mut blobs.written);
+    out.blob_numbers = std::mem::take(&mut blobs.numbers);
+    merged
+}
+
+/// The loop of [`merge_inputs`].
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the merge's inputs, its sync queue and its outputs"
+)]
+fn merge_entries(
+    db: &DbInner,
+    c: &Compaction,
+    shard: &mut Shard,
+    smallest_snapshot: u64,
+    flushes: bool,
+    abort: &AtomicBool,
+    to_sync: &SyncQueue,
+    outputs: &mut Vec<FileMetaData>,
+    numbers: &mut Vec<u64>,
+    blobs: &mut BlobRewriter<'_>,
+) -> std::result::Result<(), Failure> {
     let out_err = Failure::of_table_write;
     let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
-    seek_shard_start(&mut input, &shard);
+    seek_shard_start(&mut input, shard);
     let mut current: Option<Output> = None;
     // The user key of the previous entry (`has_current_user_key`: there was one); the
     // buffer is reused, not allocated per entry.
@@ -411,13 +484,8 @@ fn merge_inputs(
                 && shard.is_base_level_for_key(c, parsed.user_key)
         };
         last_seq_for_key = parsed.seqnum;
-        if drop_entry
-            && parsed.ty == ValueType::BlobRef
-            && let Ok(r) = BlobRef::decode(input.value())
-        {
-            let g = garbage.entry(r.file).or_default();
-            g.0 += 1;
-            g.1 += u64::from(r.record_len);
+        if drop_entry && parsed.ty == ValueType::BlobRef {
+            blobs.dropped(input.value());
         }
         if !drop_entry {
             if current.is_none() {
@@ -426,7 +494,16 @@ fn merge_inputs(
                 current = Some(out);
             }
             if let Some(out) = current.as_mut() {
-                out.builder.add(ikey, input.value()).map_err(out_err)?;
+                // X4: a kept ref may be inlined or its value moved.
+                let rewritten = if parsed.ty == ValueType::BlobRef {
+                    blobs
+                        .rewrite(ikey, input.value())
+                        .map_err(Failure::of_table_write)?
+                } else {
+                    None
+                };
+                let (ikey, value) = rewritten.unwrap_or((ikey, input.value()));
+                out.builder.add(ikey, value).map_err(out_err)?;
                 out.largest.clear();
                 out.largest.extend_from_slice(ikey);
                 if out.builder.file_size() >= c.max_output_file_size

@@ -24,24 +24,32 @@ pub(super) fn flush(db: &DbInner) -> Result<()> {
     }
 }
 
-/// `Db::compact_range`: flush, then compact each level holding data in the range.
+/// `Db::compact_range`: flush, then compact each level holding data in the range. While
+/// blob files exist, the deepest level holding data is then compacted into itself, so
+/// that every ref in the range passes through a compaction: one that inlines values (the
+/// threshold off or raised) or moves them out of collectable blob files.
 pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
     flush(db)?;
-    let max_level = {
+    let (max_level, blobs) = {
         let st = db.lock();
         let v = st.versions.current();
-        (1..NUM_LEVELS)
+        let deepest = (1..NUM_LEVELS)
             .filter(|&l| v.overlaps(l, begin, end))
             .max()
-            .unwrap_or(1)
+            .unwrap_or(1);
+        (deepest, !v.blob_files.is_empty())
     };
-    for level in 0..max_level {
+    let steps = (0..max_level)
+        .map(|l| (l, false))
+        .chain(blobs.then_some((max_level, true)));
+    for (level, in_place) in steps {
         let mut st = db.lock();
         while st.manual.is_some() {
             st = db.wait(&db.bg_cv, st);
         }
         st.manual = Some(ManualCompaction {
             level,
+            in_place,
             begin: begin.map(<[u8]>::to_vec),
             end: end.map(<[u8]>::to_vec),
             done: false,

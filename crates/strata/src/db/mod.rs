@@ -30,6 +30,7 @@
 //! - D4 a file is deleted only if no live version, pending output or needed log names it.
 
 mod background;
+mod blob_gc;
 mod compaction_job;
 mod failure;
 mod flush;
@@ -95,6 +96,9 @@ struct Writer {
 #[derive(Debug)]
 struct ManualCompaction {
     level: usize,
+    /// Compact `level` into itself (`compaction::in_place_compaction`) rather than into
+    /// the next level.
+    in_place: bool,
     begin: Option<Vec<u8>>,
     end: Option<Vec<u8>>,
     done: bool,

@@ -29,6 +29,7 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
                 n >= st.versions.log_number
                     || live_blobs.contains(&n)
                     || st.blob_counts.contains_key(&n)
+                    || st.pending_outputs.contains(&n)
             }
             Some(Kind::Current | Kind::Lock | Kind::InfoLog) | None => true,
         };

@@ -64,6 +64,27 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
                 + db.table_cache.block_cache().usage();
             Some(mem.to_string())
         }
+        "strata.blob-files" => {
+            // One line per blob file the manifest names: refs and bytes, and how much of
+            // each is garbage; then those of WALs not yet retired.
+            let mut s = String::new();
+            let _ = writeln!(
+                s,
+                "value separation: {}",
+                if v.separation { "on" } else { "off" }
+            );
+            for (n, f) in &v.blob_files {
+                let _ = writeln!(
+                    s,
+                    "{n:06}.blob refs {} bytes {} garbage refs {} garbage bytes {}",
+                    f.refs, f.bytes, f.garbage_refs, f.garbage_bytes
+                );
+            }
+            for (n, (refs, bytes)) in &st.blob_counts {
+                let _ = writeln!(s, "{n:06}.blob refs {refs} bytes {bytes} (WAL not retired)");
+            }
+            Some(s)
+        }
         "strata.recovery" => Some(if st.recovery_notes.is_empty() {
             "nothing dropped\n".to_string()
         } else {

@@ -196,8 +196,15 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .into_iter()
         .map(|(n, (refs, bytes))| (n, refs, bytes))
         .collect();
-    if db.options.blob_threshold > 0 && !st.versions.current().separation {
+    let current = st.versions.current();
+    if db.options.blob_threshold > 0 && !current.separation {
         edit.separation = Some(true);
+    } else if db.options.blob_threshold == 0
+        && current.separation
+        && current.blob_files.is_empty()
+        && edit.new_blob_files.is_empty()
+    {
+        edit.separation = Some(false); // nothing left in blob files: LevelDB's format again
     }
     st.versions.log_and_apply(&mut edit)?;
     delete_obsolete_files(&db, &mut st);

@@ -236,6 +236,14 @@ impl VersionSet {
                 "a manifest edit is already being written".into(),
             ));
         }
+        // Value separation ending: the manifest must hold no trace of tags 20-22 for
+        // LevelDB to open it, so a new one starts, its snapshot without them, and the
+        // edit's own record leaves the flag out (the new manifest says "off" by silence).
+        let ending_separation = edit.separation == Some(false);
+        if ending_separation && self.manifest.is_some() {
+            self.manifest = None;
+            self.manifest_number = self.new_file_number();
+        }
         let log_number = *edit.log_number.get_or_insert(self.log_number);
         let prev_log = *edit.prev_log_number.get_or_insert(self.prev_log_number);
         edit.next_file_number = Some(self.next_file_number);
@@ -247,13 +255,26 @@ impl VersionSet {
         version.finalize();
         let manifest = self.manifest.take();
         self.editing = true;
-        let create = manifest
-            .is_none()
-            .then(|| (self.manifest_number, self.snapshot_edit().encode()));
+        let create = manifest.is_none().then(|| {
+            let mut snapshot = self.snapshot_edit();
+            if ending_separation {
+                snapshot.separation = None;
+            }
+            (self.manifest_number, snapshot.encode())
+        });
+        let record = if ending_separation {
+            VersionEdit {
+                separation: None,
+                ..edit.clone()
+            }
+            .encode()
+        } else {
+            edit.encode()
+        };
         Ok(PendingEdit {
             env: Arc::clone(&self.env),
             dir: self.dir.clone(),
-            record: edit.encode(),
+            record,
             version,
             pointers,
             log_number,

@@ -2,7 +2,8 @@
 //! sets differ in everything that should not matter: memtable, block and table sizes,
 //! restart interval, compression, Bloom filters, cache size, open-file limit, checksum
 //! verification on reads, paranoid checks, compaction shards (1 to 4), memtables of one run or many, the log written
-//! through a memory map or with `write(2)`, and the real filesystem against `MemEnv`.
+//! through a memory map or with `write(2)`, value separation (blob files) on and off, and
+//! the real filesystem against `MemEnv`.
 
 use std::time::Duration;
 
@@ -79,8 +80,29 @@ pub fn all() -> Vec<OptionSet> {
         max_subcompactions: 1,
         ..Options::default()
     };
+    // Value separation: nearly every value in a blob file, in memory; and a mix on disk,
+    // blob files switched often.
+    let blobs_all = Options {
+        write_buffer_size: 16 << 10,
+        block_size: 512,
+        max_file_size: 8 << 10,
+        blob_threshold: 1,
+        blob_file_size: 64 << 10,
+        max_subcompactions: 2,
+        ..Options::default()
+    };
+    let blobs_mixed = Options {
+        write_buffer_size: 32 << 10,
+        max_file_size: 16 << 10,
+        blob_threshold: 24,
+        blob_file_size: 64 << 10,
+        bloom_bits_per_key: Some(10),
+        ..Options::default()
+    };
     vec![
         set("default", true, Options::default()),
+        set("blobs-all", false, blobs_all),
+        set("blobs-mixed", true, blobs_mixed),
         set("tiny", false, tiny),
         set("small-snappy", true, small_snappy),
         OptionSet {

@@ -1,0 +1,171 @@
+//! What a compaction does with the blob refs it keeps (value separation, `crate::blob`):
+//! leaves them, moves their values into a blob file of its own (garbage collection), or
+//! puts their values back inline.
+//!
+//! - A ref whose value is below the threshold (or with value separation off: the way back
+//!   to LevelDB's format) is *inlined*: the entry becomes a plain value.
+//! - A ref into a blob file whose garbage (the bytes of refs compactions dropped) has
+//!   reached `Options::blob_gc_ratio` of its bytes is *moved*: its value is copied into a
+//!   blob file the compaction writes, in key order, and the output holds the new ref.
+//! - Either way the old ref counts as garbage of its file; once all of a file's refs are
+//!   garbage the file is dead and deleted (X3).
+//!
+//! Invariant X4: every ref a compaction reads is accounted exactly once, as kept (nothing
+//! to record), dropped or rewritten (garbage of its file), and every ref it writes into
+//! a new blob file is counted in that file's refs; the blob files it writes are synced
+//! before its edit names them, and removed if it fails.
+
+use std::collections::BTreeMap;
+
+use super::DbInner;
+use crate::blob::{BlobRef, BlobWriter};
+use crate::error::Result;
+use crate::filename;
+use crate::key::{TAG_SIZE, ValueType};
+use crate::version::BlobFileMeta;
+
+/// Blob ref bookkeeping for one compaction shard.
+pub(super) struct BlobRewriter<'a> {
+    db: &'a DbInner,
+    /// The blob files of the compaction's version, with their garbage so far.
+    files: &'a BTreeMap<u64, BlobFileMeta>,
+    writer: Option<BlobWriter>,
+    /// Refs and record bytes written to the current writer.
+    counts: (u64, u64),
+    /// Blob files finished and synced: (number, refs, bytes).
+    pub written: Vec<(u64, u64, u64)>,
+    /// Numbers of every blob file begun (in `pending_outputs`).
+    pub numbers: Vec<u64>,
+    /// Refs dropped or rewritten, per file: (refs, record bytes).
+    pub garbage: BTreeMap<u64, (u64, u64)>,
+    ikey: Vec<u8>,
+    value: Vec<u8>,
+}
+
+/// What to do with one kept ref.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Keep,
+    Inline,
+    Move,
+}
+
+impl<'a> BlobRewriter<'a> {
+    pub(super) fn new(db: &'a DbInner, files: &'a BTreeMap<u64, BlobFileMeta>) -> Self {
+        BlobRewriter {
+            db,
+            files,
+            writer: None,
+            counts: (0, 0),
+            written: Vec::new(),
+            numbers: Vec::new(),
+            garbage: BTreeMap::new(),
+            ikey: Vec::new(),
+            value: Vec::new(),
+        }
+    }
+
+    /// Counts a dropped ref as garbage of its file.
+    pub(super) fn dropped(&mut self, encoded_ref: &[u8]) {
+        if let Ok(r) = BlobRef::decode(encoded_ref) {
+            self.add_garbage(&r);
+        }
+    }
+
+    fn add_garbage(&mut self, r: &BlobRef) {
+        let g = self.garbage.entry(r.file).or_default();
+        g.0 += 1;
+        g.1 += u64::from(r.record_len);
+    }
+
+    fn action(&self, r: &BlobRef) -> Action {
+        let threshold = self.db.options.blob_threshold;
+        if threshold == 0 || (r.value_len as usize) < threshold {
+            return Action::Inline;
+        }
+        let ratio = self.db.options.blob_gc_ratio;
+        match self.files.get(&r.file) {
+            Some(f) if ratio < 1.0 && f.bytes > 0 => {
+                if f.garbage_bytes as f64 >= ratio * f.bytes as f64 {
+                    Action::Move
+                } else {
+                    Action::Keep
+                }
+            }
+            _ => Action::Keep, // not named yet (its WAL is live), or collection is off
+        }
+    }
+
+    /// The entry to write for a kept entry `ikey` of type blob ref with value
+    /// `encoded_ref`: `None` to write it as it is, or the new (internal key, value).
+    pub(super) fn rewrite(
+        &mut self,
+        ikey: &[u8],
+        encoded_ref: &[u8],
+    ) -> Result<Option<(&[u8], &[u8])>> {
+        let r = BlobRef::decode(encoded_ref)?;
+        let action = self.action(&r);
+        if action == Action::Keep {
+            return Ok(None);
+        }
+        let user_key = crate::key::user_key(ikey);
+        self.value = self.db.blobs.read(user_key, encoded_ref)?;
+        self.add_garbage(&r);
+        self.ikey.clear();
+        self.ikey.extend_from_slice(ikey);
+        if action == Action::Inline {
+            let at = self.ikey.len() - TAG_SIZE;
+            self.ikey[at] = ValueType::Value as u8;
+            return Ok(Some((&self.ikey, &self.value)));
+        }
+        if self
+            .writer
+            .as_ref()
+            .is_some_and(|w| w.size() >= self.db.options.blob_file_size)
+        {
+            self.finish()?;
+        }
+        let writer = match &mut self.writer {
+            Some(w) => w,
+            None => {
+                let number = {
+                    let mut st = self.db.lock();
+                    let n = st.versions.new_file_number();
+                    st.pending_outputs.insert(n);
+                    n
+                };
+                self.numbers.push(number);
+                let file = self
+                    .db
+                    .env
+                    .new_writable(&filename::blob(&self.db.dir, number))?;
+                self.writer.insert(BlobWriter::new(file, number)?)
+            }
+        };
+        let moved = writer.add(user_key, &self.value)?;
+        self.counts.0 += 1;
+        self.counts.1 += u64::from(moved.record_len);
+        self.value.clear();
+        moved.encode_to(&mut self.value);
+        Ok(Some((&self.ikey, &self.value)))
+    }
+
+    /// Syncs the blob file being written and records it.
+    pub(super) fn finish(&mut self) -> Result<()> {
+        if let Some(mut w) = self.writer.take() {
+            w.sync()?;
+            self.written
+                .push((w.number(), self.counts.0, self.counts.1));
+            self.counts = (0, 0);
+        }
+        Ok(())
+    }
+}
+
+/// Removes the blob files a failed compaction began.
+pub(super) fn discard_blob_files(db: &DbInner, numbers: &[u64]) {
+    for &n in numbers {
+        db.blobs.evict(n);
+        let _ = db.env.remove_file(&filename::blob(&db.dir, n));
+    }
+}
