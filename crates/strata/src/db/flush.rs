@@ -86,7 +86,12 @@ pub(super) fn compact_memtable<'a>(
             for (n, ..) in &edit.new_blob_files {
                 st.blob_counts.remove(n);
             }
-            st.imm = None;
+            if let Some(m) = st.imm.take()
+                && db.options.blob_threshold > 0
+            {
+                let log = st.imm_log_number;
+                st.retired_mems.push((log, Arc::downgrade(&m)));
+            }
             db.has_imm.store(false, Ordering::Release);
             st.flushes += 1;
             st.bg_pause_streak = 0;

@@ -13,6 +13,7 @@ use crate::blob::BlobStore;
 use crate::error::{Error, Result};
 use crate::iter::{Cursor, MergingIter};
 use crate::key::{self, ParsedInternalKey, SeqNum, ValueType, make_internal_key};
+use crate::memtable::MemTable;
 use crate::version::Version;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,8 @@ pub struct DbIterator {
     err: Option<Error>,
     /// Keeps the tables the merge reads from being deleted (V3).
     _version: Arc<Version>,
+    /// Keeps the blob files the memtables' refs lead to (X3).
+    _mems: Vec<Arc<MemTable>>,
 }
 
 impl std::fmt::Debug for DbIterator {
@@ -52,9 +55,11 @@ impl DbIterator {
         inner: MergingIter,
         seqnum: SeqNum,
         version: Arc<Version>,
+        mems: Vec<Arc<MemTable>>,
         blobs: Arc<BlobStore>,
     ) -> Self {
         DbIterator {
+            _mems: mems,
             blob_value: None,
             blobs,
             inner,

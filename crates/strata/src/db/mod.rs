@@ -134,6 +134,12 @@ struct State {
     /// Refs written per blob file the manifest does not name yet, as (refs, record
     /// bytes); the flush that retires their WAL names them (X3).
     blob_counts: BTreeMap<u64, (u64, u64)>,
+    /// The WAL the immutable memtable came from (its blob file's number too).
+    imm_log_number: u64,
+    /// Flushed memtables readers may still hold (an iterator, a lookup in flight), with
+    /// their WAL numbers: such a memtable can still lead a reader to its WAL's blob file,
+    /// which is kept while it lives even if every table's ref to it is gone (X3).
+    retired_mems: Vec<(u64, std::sync::Weak<MemTable>)>,
     versions: VersionSet,
     writers: VecDeque<Arc<Writer>>,
     bg_error: Option<Error>,
@@ -480,8 +486,10 @@ impl Db {
         };
         let version = st.versions.current();
         let mut children: Vec<BoxCursor> = vec![Box::new(st.mem.iter())];
+        let mut mems = vec![Arc::clone(&st.mem)];
         if let Some(imm) = &st.imm {
             children.push(Box::new(imm.iter()));
+            mems.push(Arc::clone(imm));
         }
         drop(st);
         if let Some(e) = err {
@@ -509,6 +517,7 @@ impl Db {
             MergingIter::new(children),
             seqnum,
             version,
+            mems,
             Arc::clone(&inner.blobs),
         )
     }

@@ -11,7 +11,9 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
         return; // the state on disk is in doubt: keep everything
     }
     let live = st.versions.live_files();
-    let live_blobs = st.versions.live_blob_files();
+    let mut live_blobs = st.versions.live_blob_files();
+    st.retired_mems.retain(|(_, m)| m.strong_count() > 0);
+    live_blobs.extend(st.retired_mems.iter().map(|(n, _)| *n));
     let Ok(names) = db.env.children(&db.dir) else {
         return;
     };

@@ -153,6 +153,8 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             blob: None,
             unsynced_blobs: Vec::new(),
             blob_counts: Default::default(),
+            imm_log_number: 0,
+            retired_mems: Vec::new(),
             versions,
             writers: VecDeque::new(),
             bg_error: None,

@@ -281,6 +281,7 @@ pub(super) fn make_room_for_write<'a>(
                     st.log_file_number = number;
                     let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
                     st.imm = Some(full);
+                    st.imm_log_number = old_number;
                     db.has_imm.store(true, Ordering::Release);
                     force = false;
                     background::maybe_schedule(db, &mut st);
