@@ -129,14 +129,10 @@ impl BlobWriter {
     }
 }
 
-/// Checks a whole record read for `r` and returns its key and value (X2). `name` names
-/// the file in errors.
-pub fn decode_record<'a>(
-    name: &str,
-    r: &BlobRef,
-    record: &'a [u8],
-) -> Result<(&'a [u8], &'a [u8])> {
-    let bad = |what: String| Error::corruption(name, r.offset, what);
+/// Checks a whole record read for `r` and returns its key and value (X2). Errors carry
+/// the record's offset and no file name (the caller adds it, `Error::located`).
+pub fn decode_record<'a>(r: &BlobRef, record: &'a [u8]) -> Result<(&'a [u8], &'a [u8])> {
+    let bad = |what: String| Error::corruption("", r.offset, what);
     if record.len() != r.record_len as usize {
         return Err(bad(format!(
             "blob record truncated: {} of {} bytes",

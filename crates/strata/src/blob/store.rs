@@ -1,4 +1,12 @@
 //! [`BlobStore`]: reads values through their refs, keeping blob files open.
+//!
+//! A blob file is read through a read-only memory map (`Env::new_table_reader`, as
+//! tables are, with `Options::mmap_reads`) once it is *sealed*: no longer written. The
+//! file a writer still appends to is read with `pread` instead, since a map covers the
+//! length the file had when it was made; a read past a map's end also falls back to
+//! `pread`. Writers say which files they append to ([`BlobStore::begin_writing`]) and
+//! when they are done ([`BlobStore::seal`]); every other file (those of earlier runs
+//! included) is complete.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -9,12 +17,27 @@ use crate::env::{Env, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filename;
 
-/// The open blob files of a database, shared by every reader. Files are read with
-/// `pread` (not mapped: the newest one grows while it is read).
+/// How one blob file is read.
+#[derive(Clone)]
+struct Open {
+    file: Arc<dyn RandomAccessFile>,
+    /// True if the file is complete (`file` is then its map, if maps are on).
+    sealed: bool,
+}
+
+#[derive(Default)]
+struct Files {
+    open: HashMap<u64, Open>,
+    /// Files a writer still appends to.
+    writing: std::collections::HashSet<u64>,
+}
+
+/// The open blob files of a database, shared by every reader.
 pub struct BlobStore {
     env: Arc<dyn Env>,
     dir: PathBuf,
-    files: Mutex<HashMap<u64, Arc<dyn RandomAccessFile>>>,
+    mapped: bool,
+    files: Mutex<Files>,
 }
 
 impl std::fmt::Debug for BlobStore {
@@ -26,66 +49,131 @@ impl std::fmt::Debug for BlobStore {
 }
 
 impl BlobStore {
-    /// A store for the blob files of the database in `dir`.
-    pub fn new(env: Arc<dyn Env>, dir: PathBuf) -> Self {
+    /// A store for the blob files of the database in `dir`; with `mapped`, sealed files
+    /// are read through memory maps.
+    pub fn new(env: Arc<dyn Env>, dir: PathBuf, mapped: bool) -> Self {
         BlobStore {
             env,
             dir,
-            files: Mutex::new(HashMap::new()),
+            mapped,
+            files: Mutex::new(Files::default()),
         }
     }
 
-    fn file(&self, number: u64) -> Result<Arc<dyn RandomAccessFile>> {
-        let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = files.get(&number) {
-            return Ok(Arc::clone(f));
+    fn lock(&self) -> std::sync::MutexGuard<'_, Files> {
+        self.files.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn open(&self, number: u64) -> Result<Open> {
+        let mut files = self.lock();
+        if let Some(f) = files.open.get(&number) {
+            return Ok(f.clone());
         }
-        let f = self
-            .env
-            .new_random_access(&filename::blob(&self.dir, number))?;
-        files.insert(number, Arc::clone(&f));
-        Ok(f)
+        let path = filename::blob(&self.dir, number);
+        let sealed = !files.writing.contains(&number);
+        let file = if sealed && self.mapped {
+            self.env.new_table_reader(&path)?
+        } else {
+            self.env.new_random_access(&path)?
+        };
+        let open = Open { file, sealed };
+        files.open.insert(number, open.clone());
+        Ok(open)
+    }
+
+    /// A writer is about to append to blob file `number` (before any ref to it exists).
+    pub fn begin_writing(&self, number: u64) {
+        let mut files = self.lock();
+        files.writing.insert(number);
+        files.open.remove(&number);
+    }
+
+    /// Blob file `number` is complete: later reads may map it.
+    pub fn seal(&self, number: u64) {
+        let mut files = self.lock();
+        if files.writing.remove(&number) {
+            files.open.remove(&number);
+        }
     }
 
     /// The value `encoded_ref` points to, checked against `user_key` (X2).
     pub fn read(&self, user_key: &[u8], encoded_ref: &[u8]) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.read_into(user_key, encoded_ref, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`BlobStore::read`] into `out` (cleared first), reusing its allocation.
+    pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let r = BlobRef::decode(encoded_ref)?;
-        let path = filename::blob(&self.dir, r.file);
-        let path_name = path.display().to_string();
-        let file = self.file(r.file)?;
-        let mut record = vec![0; r.record_len as usize];
-        let mut filled = 0;
-        while filled < record.len() {
-            let n = file.read_at(r.offset + filled as u64, &mut record[filled..])?;
-            if n == 0 {
-                break;
+        self.read_ref(user_key, &r, out)
+            .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
+    }
+
+    fn read_ref(&self, user_key: &[u8], r: &BlobRef, out: &mut Vec<u8>) -> Result<()> {
+        let open = self.open(r.file)?;
+        let (start, end) = (r.offset as usize, r.offset as usize + r.record_len as usize);
+        out.clear();
+        let value = match open.file.mapped() {
+            Some(map) if end <= map.len() => {
+                let (key, value) = decode_record(r, &map[start..end])?;
+                check_key(r, key, user_key)?;
+                out.extend_from_slice(value);
+                return Ok(());
             }
-            filled += n;
-        }
-        record.truncate(filled);
-        let (key, value) = decode_record(&path_name, &r, &record)?;
-        if key != user_key {
-            return Err(Error::corruption(
-                path_name,
-                r.offset,
-                format!(
-                    "blob record belongs to another key ({} bytes, looked up {} bytes)",
-                    key.len(),
-                    user_key.len()
-                ),
-            ));
-        }
-        let start = record.len() - value.len();
-        record.copy_within(start.., 0);
-        record.truncate(r.value_len as usize);
-        Ok(record)
+            Some(_) if open.sealed => {
+                return Err(Error::corruption(
+                    "",
+                    r.offset,
+                    format!(
+                        "blob record of {} bytes runs past the end of the file",
+                        r.record_len
+                    ),
+                ));
+            }
+            _ => {
+                out.resize(r.record_len as usize, 0);
+                let mut filled = 0;
+                while filled < out.len() {
+                    let n = open
+                        .file
+                        .read_at(r.offset + filled as u64, &mut out[filled..])?;
+                    if n == 0 {
+                        break;
+                    }
+                    filled += n;
+                }
+                out.truncate(filled);
+                let (key, value) = decode_record(r, out)?;
+                check_key(r, key, user_key)?;
+                value.len()
+            }
+        };
+        let from = out.len() - value;
+        out.copy_within(from.., 0);
+        out.truncate(value);
+        Ok(())
     }
 
     /// Forgets blob file `number` (its file is being deleted).
     pub fn evict(&self, number: u64) {
-        self.files
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&number);
+        let mut files = self.lock();
+        files.open.remove(&number);
+        files.writing.remove(&number);
     }
+}
+
+fn check_key(r: &BlobRef, key: &[u8], user_key: &[u8]) -> Result<()> {
+    if key == user_key {
+        return Ok(());
+    }
+    Err(Error::corruption(
+        "",
+        r.offset,
+        format!(
+            "blob record belongs to another key ({} bytes, looked up {} bytes)",
+            key.len(),
+            user_key.len()
+        ),
+    ))
 }

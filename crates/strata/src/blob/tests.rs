@@ -13,7 +13,7 @@ fn store_with(records: &[(&[u8], Vec<u8>)]) -> (Arc<MemEnv>, BlobStore, Vec<Blob
     let refs: Vec<_> = records.iter().map(|(k, v)| w.add(k, v).unwrap()).collect();
     w.flush().unwrap();
     assert_eq!(w.records(), records.len() as u64);
-    let store = BlobStore::new(Arc::clone(&env) as Arc<dyn Env>, dir.to_path_buf());
+    let store = BlobStore::new(Arc::clone(&env) as Arc<dyn Env>, dir.to_path_buf(), true);
     (env, store, refs)
 }
 

@@ -21,6 +21,10 @@ pub struct Compaction {
     pub edit: VersionEdit,
     /// Target size of an output table.
     pub max_output_file_size: u64,
+    /// Move every value a kept blob ref points to into the compaction's own blob files
+    /// (in key order), whatever its file's garbage: set for the in-place compaction of
+    /// the deepest level that `compact_range` ends with.
+    pub move_all_blobs: bool,
 }
 
 fn total_size(files: &[Arc<FileMeta>]) -> u64 {
@@ -55,6 +59,7 @@ impl Compaction {
             version,
             edit: VersionEdit::default(),
             max_output_file_size: max_file_size,
+            move_all_blobs: false,
         }
     }
 
@@ -163,7 +168,8 @@ pub fn range_compaction(
 
 /// A compaction of the tables of `level` over the user-key range back into `level`
 /// itself, for a level with no data below it in the range (the deepest): every entry is
-/// rewritten, which is how blob refs there are inlined or moved (`db/blob_gc.rs`). It is
+/// rewritten, which is how blob refs there are inlined or moved (`db/blob_gc.rs`: all of
+/// them, so values end up in key order and every garbage byte is dropped). It is
 /// expressed as a compaction of `level - 1` with no input from that level. `None` if
 /// nothing overlaps the range, or for level 0.
 pub fn in_place_compaction(
@@ -183,6 +189,7 @@ pub fn in_place_compaction(
     add_boundary_inputs(&version.levels[level], &mut inputs);
     let mut c = Compaction::new(level - 1, Arc::clone(version), max_file_size);
     c.inputs[1] = inputs;
+    c.move_all_blobs = true;
     if level + 1 < NUM_LEVELS {
         let range = key_range(&c.inputs[1]);
         let (lo, hi) = user_bounds(&range);

@@ -7,6 +7,9 @@
 //! - A ref into a blob file whose garbage (the bytes of refs compactions dropped) has
 //!   reached `Options::blob_gc_ratio` of its bytes is *moved*: its value is copied into a
 //!   blob file the compaction writes, in key order, and the output holds the new ref.
+//! - The in-place compaction of the deepest level that `Db::compact_range` ends with moves
+//!   every value, so that after it values sit in key order (scans read blob files front to
+//!   back) and no garbage is left in the range.
 //! - Either way the old ref counts as garbage of its file; once all of a file's refs are
 //!   garbage the file is dead and deleted (X3).
 //!
@@ -29,6 +32,8 @@ pub(super) struct BlobRewriter<'a> {
     db: &'a DbInner,
     /// The blob files of the compaction's version, with their garbage so far.
     files: &'a BTreeMap<u64, BlobFileMeta>,
+    /// Move every kept ref's value (`Compaction::move_all_blobs`).
+    move_all: bool,
     writer: Option<BlobWriter>,
     /// Refs and record bytes written to the current writer.
     counts: (u64, u64),
@@ -51,10 +56,15 @@ enum Action {
 }
 
 impl<'a> BlobRewriter<'a> {
-    pub(super) fn new(db: &'a DbInner, files: &'a BTreeMap<u64, BlobFileMeta>) -> Self {
+    pub(super) fn new(
+        db: &'a DbInner,
+        files: &'a BTreeMap<u64, BlobFileMeta>,
+        move_all: bool,
+    ) -> Self {
         BlobRewriter {
             db,
             files,
+            move_all,
             writer: None,
             counts: (0, 0),
             written: Vec::new(),
@@ -82,6 +92,9 @@ impl<'a> BlobRewriter<'a> {
         let threshold = self.db.options.blob_threshold;
         if threshold == 0 || (r.value_len as usize) < threshold {
             return Action::Inline;
+        }
+        if self.move_all {
+            return Action::Move;
         }
         let ratio = self.db.options.blob_gc_ratio;
         match self.files.get(&r.file) {
@@ -135,10 +148,8 @@ impl<'a> BlobRewriter<'a> {
                     n
                 };
                 self.numbers.push(number);
-                let file = self
-                    .db
-                    .env
-                    .new_writable(&filename::blob(&self.db.dir, number))?;
+                self.db.blobs.begin_writing(number);
+                let file = self.db.new_blob_file(number)?;
                 self.writer.insert(BlobWriter::new(file, number)?)
             }
         };
@@ -154,6 +165,7 @@ impl<'a> BlobRewriter<'a> {
     pub(super) fn finish(&mut self) -> Result<()> {
         if let Some(mut w) = self.writer.take() {
             w.sync()?;
+            self.db.blobs.seal(w.number());
             self.written
                 .push((w.number(), self.counts.0, self.counts.1));
             self.counts = (0, 0);

@@ -384,7 +384,7 @@ fn merge_inputs(
     to_sync: &SyncQueue,
     out: &mut ShardResult,
 ) -> std::result::Result<(), Failure> {
-    let mut blobs = BlobRewriter::new(db, &c.version.blob_files);
+    let mut blobs = BlobRewriter::new(db, &c.version.blob_files, c.move_all_blobs);
     let merged = merge_entries(
         db,
         c,

@@ -31,8 +31,10 @@ pub struct DbIterator {
     valid: bool,
     saved_key: Vec<u8>,
     saved_value: Vec<u8>,
-    /// Going forward, the value of the entry shown when it is in a blob file.
-    blob_value: Option<Vec<u8>>,
+    /// Going forward, the value of the entry shown when it is in a blob file
+    /// (`blob_shown`); otherwise a buffer kept for the next such value.
+    blob_value: Vec<u8>,
+    blob_shown: bool,
     blobs: Arc<BlobStore>,
     err: Option<Error>,
     /// Keeps the tables the merge reads from being deleted (V3).
@@ -60,7 +62,8 @@ impl DbIterator {
     ) -> Self {
         DbIterator {
             _mems: mems,
-            blob_value: None,
+            blob_value: Vec::new(),
+            blob_shown: false,
             blobs,
             inner,
             seqnum,
@@ -106,10 +109,14 @@ impl DbIterator {
                         if !(skipping && user <= self.saved_key.as_slice()) {
                             self.valid = true;
                             self.saved_key.clear();
-                            self.blob_value = None;
+                            self.blob_shown = false;
                             if ty == ValueType::BlobRef {
-                                match self.blobs.read(user, self.inner.value()) {
-                                    Ok(v) => self.blob_value = Some(v),
+                                match self.blobs.read_into(
+                                    user,
+                                    self.inner.value(),
+                                    &mut self.blob_value,
+                                ) {
+                                    Ok(()) => self.blob_shown = true,
                                     Err(e) => {
                                         self.err = Some(e);
                                         self.valid = false;
@@ -156,9 +163,12 @@ impl DbIterator {
             self.direction = Direction::Forward;
         } else if value_type == ValueType::BlobRef {
             // Only the newest visible version's ref is followed.
-            match self.blobs.read(&self.saved_key, &self.saved_value) {
-                Ok(v) => {
-                    self.saved_value = v;
+            match self
+                .blobs
+                .read_into(&self.saved_key, &self.saved_value, &mut self.blob_value)
+            {
+                Ok(()) => {
+                    std::mem::swap(&mut self.saved_value, &mut self.blob_value);
                     self.valid = true;
                 }
                 Err(e) => {
@@ -280,9 +290,9 @@ impl DbIterator {
         if !self.valid() {
             return &[];
         }
-        match (self.direction, &self.blob_value) {
-            (Direction::Forward, Some(v)) => v,
-            (Direction::Forward, None) => self.inner.value(),
+        match (self.direction, self.blob_shown) {
+            (Direction::Forward, true) => &self.blob_value,
+            (Direction::Forward, false) => self.inner.value(),
             (Direction::Reverse, _) => &self.saved_value,
         }
     }

@@ -142,6 +142,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         blobs: Arc::new(crate::blob::BlobStore::new(
             Arc::clone(&env),
             dir.to_path_buf(),
+            options.mmap_reads,
         )),
         snapshots: Arc::new(SnapshotList::default()),
         state: Mutex::new(State {

@@ -265,6 +265,7 @@ pub(super) fn make_room_for_write<'a>(
                 .partition(|b| b.number() < needed);
             st.unsynced_blobs = kept_blobs;
             if let Some(b) = st.blob.take() {
+                db.blobs.seal(b.number());
                 st.unsynced_blobs.push(b); // flushed after its last group (X1)
             }
             drop(st);
@@ -346,10 +347,9 @@ fn separate_values(
     let writer = match blob {
         Some(w) => w,
         None => {
-            let path = filename::blob(&db.dir, blob_number);
+            db.blobs.begin_writing(blob_number);
             let w = db
-                .env
-                .new_writable(&path)
+                .new_blob_file(blob_number)
                 .and_then(|f| BlobWriter::new(f, blob_number))
                 .and_then(|w| db.env.sync_dir(&db.dir).map(|()| w))?;
             blob.insert(w)
