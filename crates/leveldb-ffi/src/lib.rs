@@ -372,6 +372,13 @@ impl Db {
 
     /// The value of `key`, if any.
     pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>, String> {
+        let mut out = Vec::new();
+        Ok(self.get_into(key, &mut out)?.then_some(out))
+    }
+
+    /// The value of `key` copied into `out` (replacing what it held), reusing its
+    /// allocation: one copy from LevelDB's buffer, as a C caller makes. False if absent.
+    pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
         let mut err = ptr::null_mut();
         let mut len = 0usize;
         // SAFETY: the key is valid during the call; the result is a malloc'ed buffer of
@@ -388,13 +395,14 @@ impl Db {
         };
         check(err)?;
         if v.is_null() {
-            return Ok(None);
+            return Ok(false);
         }
+        out.clear();
         // SAFETY: `v` points to `len` readable bytes until freed.
-        let out = unsafe { std::slice::from_raw_parts(v.cast::<u8>(), len) }.to_vec();
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(v.cast::<u8>(), len) });
         // SAFETY: freed once, not used after.
         unsafe { leveldb_free(v.cast()) };
-        Ok(Some(out))
+        Ok(true)
     }
 
     /// A cursor over the database (not positioned).

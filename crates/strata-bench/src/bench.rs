@@ -822,6 +822,7 @@ mod tests {
             subcompactions: 2,
             memtable_run_size: 4 << 20,
             blob_threshold: 512,
+            blob_gc_ratio: 0.25,
         };
         let mut runner = Runner::new(&flags, kind, dir.path().join("db"), settings);
         for name in [

@@ -37,6 +37,8 @@ pub struct Settings {
     /// The `strata-blob` engine's `blob_threshold`: values of at least this many bytes go
     /// to blob files. Other engines (plain `strata` included) ignore it.
     pub blob_threshold: usize,
+    /// The `strata-blob` engine's `blob_gc_ratio`.
+    pub blob_gc_ratio: f64,
 }
 
 /// One write of a batch: a put (`Some(value)`) or a delete. Borrowed from buffers the
@@ -194,6 +196,7 @@ pub mod strata_engine {
                 max_subcompactions: s.subcompactions,
                 memtable_run_size: s.memtable_run_size,
                 blob_threshold: if self.blob { s.blob_threshold } else { 0 },
+                blob_gc_ratio: s.blob_gc_ratio,
                 ..Options::default()
             };
             let db = Db::open(dir, options)
@@ -223,7 +226,15 @@ pub mod strata_engine {
             Ok(self.db.put_opt(key, value, &wo(sync))?)
         }
         fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-            Ok(super::found(out, self.db.get_pinned(key)?))
+            // A value the lookup already copied (memtable, blob file) is moved, not
+            // copied again; a view into a cached block is copied once.
+            match self.db.get_pinned(key)? {
+                Some(v) if v.is_owned() => {
+                    *out = v.into_vec();
+                    Ok(true)
+                }
+                v => Ok(super::found(out, v)),
+            }
         }
         fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
             Ok(self.db.delete_opt(key, &wo(sync))?)

@@ -86,6 +86,10 @@ pub struct Flags {
     /// (value separation). Other engines ignore it.
     #[arg(long = "blob_threshold", default_value_t = 512)]
     pub blob_threshold: usize,
+    /// The `strata-blob` engine: a compaction moves values out of blob files with at least
+    /// this fraction of garbage (1.0: never).
+    #[arg(long = "blob_gc_ratio", default_value_t = 0.25)]
+    pub blob_gc_ratio: f64,
     /// Block compression (Snappy).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub compression: bool,

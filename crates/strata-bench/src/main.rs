@@ -84,6 +84,7 @@ fn settings(f: &Flags) -> Settings {
         subcompactions: f.subcompactions,
         memtable_run_size: f.memtable_run_size,
         blob_threshold: f.blob_threshold,
+        blob_gc_ratio: f.blob_gc_ratio,
         compression: f.compression,
     }
 }

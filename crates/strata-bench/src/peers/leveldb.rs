@@ -5,7 +5,7 @@ use std::path::Path;
 use anyhow::{Result, anyhow};
 use leveldb_ffi::{Db, Options, WriteBatch};
 
-use crate::engine::{BatchOp, Engine, EngineCounters, EngineKind, Settings, Walk, found, walk};
+use crate::engine::{BatchOp, Engine, EngineCounters, EngineKind, Settings, Walk, walk};
 
 /// Opens LevelDB databases: Snappy as configured, the cache and write buffer of the
 /// settings.
@@ -63,7 +63,7 @@ impl Engine for LevelDbEngine {
         self.db.put(key, value, sync).map_err(err)
     }
     fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        Ok(found(out, self.db.get(key).map_err(err)?))
+        self.db.get_into(key, out).map_err(err)
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         self.db.delete(key, sync).map_err(err)

@@ -159,3 +159,30 @@ pub fn decode_record<'a>(r: &BlobRef, record: &'a [u8]) -> Result<(&'a [u8], &'a
     }
     Ok(rest.split_at(key_len as usize))
 }
+
+/// [`decode_record`] for a record read in two parts: `head` (crc, lengths and key) and
+/// `value`. Returns the key.
+pub fn decode_split<'a>(r: &BlobRef, head: &'a [u8], value: &[u8]) -> Result<&'a [u8]> {
+    let bad = |what: String| Error::corruption("", r.offset, what);
+    let stored = decode_fixed32(head).ok_or_else(|| bad("blob record too short".into()))?;
+    let body = &head[4..];
+    if checksum::unmask(stored) != checksum::extend(checksum::crc32c(body), value) {
+        return Err(bad("blob record checksum mismatch".into()));
+    }
+    let (key_len, n1) =
+        decode_varint32(body).ok_or_else(|| bad("blob record key length".into()))?;
+    let (value_len, n2) =
+        decode_varint32(&body[n1..]).ok_or_else(|| bad("blob record value length".into()))?;
+    let key = &body[n1 + n2..];
+    if value_len != r.value_len
+        || value_len as usize != value.len()
+        || key.len() != key_len as usize
+    {
+        return Err(bad(format!(
+            "blob record holds a {key_len}-byte key and a {value_len}-byte value; the ref \
+             expects a {}-byte value in {} bytes",
+            r.value_len, r.record_len
+        )));
+    }
+    Ok(key)
+}

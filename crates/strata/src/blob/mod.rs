@@ -22,7 +22,7 @@
 mod file;
 mod store;
 
-pub use file::{BLOB_MAGIC, BlobWriter, decode_record, record_header_len};
+pub use file::{BLOB_MAGIC, BlobWriter, decode_record, decode_split, record_header_len};
 pub use store::BlobStore;
 
 use crate::coding::{Decoder, put_varint32, put_varint64};

@@ -681,6 +681,23 @@ enum Pinned {
     Block(crate::sstable::BlockSlice),
 }
 
+impl PinnedSlice {
+    /// The value as an owned vector: moved out when the view already owns a copy (a
+    /// value from the memtable or a blob file), copied out of its block otherwise.
+    pub fn into_vec(self) -> Vec<u8> {
+        match self.0 {
+            Pinned::Owned(v) => v,
+            Pinned::Block(b) => b.to_vec(),
+        }
+    }
+
+    /// True when the view owns its bytes (no block is pinned): [`PinnedSlice::into_vec`]
+    /// then costs nothing.
+    pub fn is_owned(&self) -> bool {
+        matches!(self.0, Pinned::Owned(_))
+    }
+}
+
 impl std::ops::Deref for PinnedSlice {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
