@@ -95,12 +95,11 @@ pub struct Options {
     /// many bytes are written once, at write time, to a blob file beside the WAL, and the
     /// WAL, memtable and tables carry a small reference instead (0, the default: off, and
     /// the database stays in LevelDB 1.23's format). Once a database has been opened with
-    /// it on, its manifest says so and LevelDB refuses to open it.
+    /// it on, its manifest says so and LevelDB refuses to open it. The bytes of a
+    /// memtable's blob file count toward `write_buffer_size`: the memtable is switched
+    /// (and flushed) after about a write buffer of values, as without separation, so
+    /// compactions find overwritten values' refs, and their garbage, as soon.
     pub blob_threshold: usize,
-    /// With value separation on, the memtable (and its WAL and blob file) is switched when
-    /// its blob file reaches this size, so blob files stay about this large (default
-    /// 64 MiB).
-    pub blob_file_size: u64,
     /// Garbage collection of blob files: a compaction moves the values a kept ref points
     /// to when at least this fraction of their blob file's bytes is garbage (refs dropped
     /// by compactions), so the file can die (default 0.25; 1.0: never).
@@ -141,7 +140,6 @@ impl Default for Options {
             max_subcompactions: 2,
             memtable_run_size: crate::memtable::MIN_RUN_BYTES,
             blob_threshold: 0,
-            blob_file_size: 64 << 20,
             blob_gc_ratio: 0.25,
             env: Arc::new(DiskEnv::new()),
         }
@@ -190,10 +188,6 @@ impl Options {
             self.bloom_bits_per_key
                 .is_none_or(|b| (1..=64).contains(&b)),
             "bloom_bits_per_key must be 1 to 64",
-        )?;
-        check(
-            (64 << 10..=1 << 40).contains(&self.blob_file_size),
-            "blob_file_size must be 64 KiB to 1 TiB",
         )?;
         check(
             (0.0..=1.0).contains(&self.blob_gc_ratio),

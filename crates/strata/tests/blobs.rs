@@ -27,7 +27,6 @@ fn options() -> Options {
         write_buffer_size: 64 << 10,
         max_file_size: 64 << 10,
         blob_threshold: THRESHOLD,
-        blob_file_size: 256 << 10,
         ..Default::default()
     }
 }
@@ -260,20 +259,21 @@ fn blob_files_whose_values_are_all_overwritten_are_deleted() {
     let dir = tmp.path().join("db");
     let db = Db::open(&dir, options()).unwrap();
     for i in 0..50u64 {
-        db.put(key(i), vec![1u8; 4000]).unwrap();
+        db.put(key(i), vec![1u8; 1000]).unwrap();
     }
     db.flush().unwrap();
+    // 50 KB of values: one blob file (the write buffer is 64 KB, values included).
     let first = blob_files(&dir);
     assert_eq!(first.len(), 1, "{first:?}");
     for i in 0..50u64 {
-        db.put(key(i), vec![2u8; 4000]).unwrap();
+        db.put(key(i), vec![2u8; 1000]).unwrap();
     }
     db.flush().unwrap();
     db.compact_range(None, None).unwrap();
     let now = blob_files(&dir);
     assert!(!now.contains(&first[0]), "{now:?}");
     for i in 0..50u64 {
-        assert_eq!(db.get(key(i)).unwrap(), Some(vec![2u8; 4000]));
+        assert_eq!(db.get(key(i)).unwrap(), Some(vec![2u8; 1000]));
     }
     // Deleted keys' values go too.
     for i in 0..50u64 {
@@ -323,10 +323,7 @@ fn dir_bytes(dir: &Path, suffix: &str) -> u64 {
 fn sustained_overwrites_keep_blob_space_bounded() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("db");
-    let options = Options {
-        blob_file_size: 64 << 10,
-        ..options()
-    };
+    let options = options();
     let db = Db::open(&dir, options.clone()).unwrap();
     let (keys, size) = (200u64, 2000usize);
     let live = keys * size as u64;

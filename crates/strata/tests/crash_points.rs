@@ -42,15 +42,29 @@ fn value(n: u32, len: usize) -> Vec<u8> {
     v
 }
 
+thread_local! {
+    /// Value separation for this thread's runs: the sweep and the audit run every
+    /// workload with it off and then on (values of 8 bytes and more in blob files).
+    static BLOB_THRESHOLD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 fn options(env: &CrashEnv) -> Options {
     Options {
         create_if_missing: true,
         write_buffer_size: 4 << 10,
         max_file_size: 4 << 10,
         block_size: 256,
+        blob_threshold: BLOB_THRESHOLD.get(),
         env: Arc::new(env.clone()),
         ..Options::default()
     }
+}
+
+/// The workloads, each with value separation off and on.
+fn both_modes() -> impl Iterator<Item = (usize, (&'static str, Vec<Step>))> {
+    [0usize, 8]
+        .into_iter()
+        .flat_map(|t| workloads().into_iter().map(move |w| (t, w)))
 }
 
 /// The writes of a workload, in order, as (sync, effect) for the oracle.
@@ -258,9 +272,10 @@ fn every_crash_point_of_the_standard_workloads() {
     ];
     let seeds = common::env_u64("STRATA_POINTS_SEEDS", 1);
     let mut total = 0u64;
-    for (round, (name, steps)) in
-        (0..seeds).flat_map(|r| workloads().into_iter().map(move |w| (r, w)))
+    for (round, (threshold, (name, steps))) in
+        (0..seeds).flat_map(|r| both_modes().map(move |w| (r, w)))
     {
+        BLOB_THRESHOLD.set(threshold);
         let mut points = 0u64;
         for k in 1.. {
             let mut taken_any = false;
@@ -290,7 +305,7 @@ fn every_crash_point_of_the_standard_workloads() {
         }
         assert!(points > 3, "{name}: only {points} crash points");
         println!(
-            "{name}: {points} crash points x {} damage modes",
+            "{name} (blob threshold {threshold}): {points} crash points x {} damage modes",
             damages.len()
         );
     }
@@ -300,7 +315,8 @@ fn every_crash_point_of_the_standard_workloads() {
 /// The order of operations durability rests on, checked on recorded traces.
 #[test]
 fn the_order_of_operations_is_safe() {
-    for (name, steps) in workloads() {
+    for (threshold, (name, steps)) in both_modes() {
+        BLOB_THRESHOLD.set(threshold);
         let env = CrashEnv::new();
         env.record(true);
         run(&env, &steps, None);

@@ -91,6 +91,9 @@ fn options(env: &CrashEnv, rng: &mut Rng) -> Options {
         max_file_size: [4 << 10, 16 << 10][rng.below(2) as usize],
         block_size: [128, 1024][rng.below(2) as usize],
         bloom_bits_per_key: if rng.below(2) == 0 { Some(10) } else { None },
+        // Value separation off, or on for values of 64 bytes and more (about two in
+        // three); it may change from one open to the next, as a user may change it.
+        blob_threshold: [0, 64][rng.below(2) as usize],
         env: Arc::new(env.clone()),
         ..Options::default()
     }

@@ -87,9 +87,16 @@ fn apply(op: &Op, m: &mut Model) {
     }
 }
 
+thread_local! {
+    /// Value separation for this thread's runs (0: off; 64: the workload's 90-byte values
+    /// go to blob files). Every test runs with it off and on.
+    static BLOB_THRESHOLD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// `retry`: `Options::background_retry_interval` (zero: a paused step waits for a reopen).
 fn options(env: Arc<dyn Env>, retry: Duration) -> Options {
     Options {
+        blob_threshold: BLOB_THRESHOLD.get(),
         create_if_missing: true,
         write_buffer_size: 4 << 10,
         max_file_size: 4 << 10,
@@ -125,7 +132,7 @@ fn random_fault(rng: &mut common::Rng) -> Fault {
         Call::Remove,
         Call::Any,
     ];
-    let paths = ["", ".log", ".ldb", "MANIFEST", "CURRENT", ".dbtmp"];
+    let paths = ["", ".log", ".ldb", "MANIFEST", "CURRENT", ".dbtmp", ".blob"];
     Fault {
         call: calls[rng.below(calls.len() as u64) as usize],
         path_contains: paths[rng.below(paths.len() as u64) as usize].to_string(),
@@ -330,6 +337,13 @@ fn check_recovery(base: &CrashEnv, ops: &[Op], out: &Outcome, ctx: &str) {
 
 #[test]
 fn errors_at_every_call_are_reported_latched_and_recovered() {
+    for threshold in [0, 64] {
+        BLOB_THRESHOLD.set(threshold);
+        errors_at_every_call(threshold);
+    }
+}
+
+fn errors_at_every_call(threshold: usize) {
     let ops = workload();
     // How many mutating calls the workload makes without faults.
     let probe = FaultEnv::new(Arc::new(CrashEnv::new()));
@@ -349,7 +363,10 @@ fn errors_at_every_call_are_reported_latched_and_recovered() {
                     sticky,
                     kind,
                 });
-                let ctx = format!("fault at call {} ({kind:?}, sticky {sticky})", k + 1);
+                let ctx = format!(
+                    "fault at call {} ({kind:?}, sticky {sticky}, blob threshold {threshold})",
+                    k + 1
+                );
                 let out = run(&fenv, &ops, &ctx);
                 audit(&fenv.calls(), &ctx);
                 // A process crash keeps whatever reached the OS.
@@ -373,6 +390,7 @@ fn random_multi_fault_runs() {
     let mut rng = common::Rng::new(seed);
     let mut failures = 0;
     for run_no in 0..runs {
+        BLOB_THRESHOLD.set(if run_no % 2 == 1 { 64 } else { 0 });
         let ctx = format!("multi-fault run {run_no} (seed {seed})");
         failures += multi_fault_run(&mut rng, &ops, &ctx, Duration::ZERO).1;
     }
@@ -411,6 +429,7 @@ fn random_multi_fault_runs_with_retries() {
     let mut rng = common::Rng::new(seed);
     let (mut failures, mut healed) = (0, 0);
     for run_no in 0..runs {
+        BLOB_THRESHOLD.set(if run_no % 2 == 1 { 64 } else { 0 });
         let ctx = format!("multi-fault run with retries {run_no} (seed {seed})");
         let (out, failed) = multi_fault_run(&mut rng, &ops, &ctx, Duration::from_millis(1));
         failures += failed;

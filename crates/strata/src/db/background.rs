@@ -138,6 +138,7 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
                 size: f.size,
                 smallest: f.smallest.clone(),
                 largest: f.largest.clone(),
+                blob_bytes: f.blob_bytes,
             },
         ));
         let applied;

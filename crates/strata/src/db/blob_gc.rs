@@ -134,7 +134,7 @@ impl<'a> BlobRewriter<'a> {
         if self
             .writer
             .as_ref()
-            .is_some_and(|w| w.size() >= self.db.options.blob_file_size)
+            .is_some_and(|w| w.size() >= self.db.options.write_buffer_size as u64)
         {
             self.finish()?;
         }

@@ -22,7 +22,7 @@ use std::time::Instant;
 use super::LevelIter;
 use super::blob_gc::{BlobRewriter, discard_blob_files};
 use super::failure::{Failure, Step, record_error, record_failure};
-use super::flush::{compact_memtable, discard_table};
+use super::flush::{compact_memtable, discard_table, referenced_blob_bytes};
 use super::{DbInner, State};
 use crate::compaction::{Compaction, Shard, shards};
 use crate::env::WritableFile;
@@ -38,6 +38,8 @@ struct Output {
     builder: TableBuilder<dyn crate::env::WritableFile>,
     smallest: Vec<u8>,
     largest: Vec<u8>,
+    /// Bytes of the blob records its refs point to.
+    blob_bytes: u64,
 }
 
 fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
@@ -59,6 +61,7 @@ fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
         builder: TableBuilder::new(file, db.options.table_options()),
         smallest: first_key.to_vec(),
         largest: Vec::new(),
+        blob_bytes: 0,
     })
 }
 
@@ -80,6 +83,7 @@ fn finish_output(db: &DbInner, out: Output, to_sync: &SyncQueue) -> Result<FileM
         size,
         smallest: out.smallest,
         largest: out.largest,
+        blob_bytes: out.blob_bytes,
     })
 }
 
@@ -503,6 +507,7 @@ fn merge_entries(
                     None
                 };
                 let (ikey, value) = rewritten.unwrap_or((ikey, input.value()));
+                out.blob_bytes += referenced_blob_bytes(ikey, value);
                 out.builder.add(ikey, value).map_err(out_err)?;
                 out.largest.clear();
                 out.largest.extend_from_slice(ikey);

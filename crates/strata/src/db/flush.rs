@@ -33,6 +33,13 @@ pub(super) fn compact_memtable<'a>(
     let base = st.versions.current();
     let number = st.versions.new_file_number();
     st.pending_outputs.insert(number);
+    // X3: the blob files of the WALs this flush retires are named by its edit; no switch
+    // can add one meanwhile (a switch waits for the immutable memtable to go).
+    let blob_files: Vec<(u64, u64, u64)> = st
+        .blob_counts
+        .range(..st.log_file_number)
+        .map(|(&n, &(refs, bytes))| (n, refs, bytes))
+        .collect();
     drop(st);
     let started = Instant::now();
     let built = write_table_from(db, &imm, number)
@@ -40,6 +47,11 @@ pub(super) fn compact_memtable<'a>(
         .and_then(|meta| {
             if meta.is_some() {
                 sync_new_table(db, number).map_err(Failure::Stop)?;
+            }
+            // X1: once the WAL is gone, the table's refs are all that lead to these
+            // records: they must be on disk before the edit names the table.
+            for &(n, ..) in &blob_files {
+                sync_blob_file(db, n).map_err(Failure::Stop)?;
             }
             Ok(meta)
         });
@@ -73,12 +85,7 @@ pub(super) fn compact_memtable<'a>(
     // The flushed memtable's WAL is no longer needed: the live one is.
     edit.log_number = Some(st.log_file_number);
     edit.prev_log_number = Some(0);
-    // X3: the blob files of the WALs this retires are named from now on.
-    edit.new_blob_files = st
-        .blob_counts
-        .range(..st.log_file_number)
-        .map(|(&n, &(refs, bytes))| (n, refs, bytes))
-        .collect();
+    edit.new_blob_files = blob_files;
     let applied;
     (st, applied) = db.apply_edit(st, &mut edit);
     match applied {
@@ -118,8 +125,10 @@ pub(super) fn build_table(
     let result = (|| {
         let mut builder = TableBuilder::new(env.new_writable(path)?, options);
         let (mut smallest, mut largest) = (Vec::new(), Vec::new());
+        let mut blob_bytes = 0;
         while it.valid() && builder.file_size() < max_bytes {
             if keep(it.key(), it.value()) {
+                blob_bytes += referenced_blob_bytes(it.key(), it.value());
                 if smallest.is_empty() {
                     smallest = it.key().to_vec();
                 }
@@ -137,12 +146,32 @@ pub(super) fn build_table(
             size,
             smallest,
             largest,
+            blob_bytes,
         }))
     })();
     if !matches!(result, Ok(Some(_))) {
         let _ = env.remove_file(path);
     }
     result
+}
+
+/// Syncs blob file `number` through a handle of its own (its writer may be gone, or
+/// still held for a synced write to sync): what was written to the file by any handle,
+/// map included, is then on disk.
+pub(super) fn sync_blob_file(db: &DbInner, number: u64) -> Result<()> {
+    let path = crate::filename::blob(&db.dir, number);
+    if !db.env.exists(&path) {
+        return Ok(()); // made by no write: its WAL held no large value
+    }
+    db.env.new_appendable(&path)?.sync()
+}
+
+/// Bytes of the blob record an entry refers to (0 for anything but a blob ref).
+pub(super) fn referenced_blob_bytes(ikey: &[u8], value: &[u8]) -> u64 {
+    if key::tag(ikey) & 0xff != crate::key::ValueType::BlobRef as u64 {
+        return 0;
+    }
+    crate::blob::BlobRef::decode(value).map_or(0, |r| u64::from(r.record_len))
 }
 
 /// Writes every entry of `mem` to table `number`, synced, and checks it opens. `None` if

@@ -200,6 +200,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .map(|(n, (refs, bytes))| (n, refs, bytes))
         .collect();
     let current = st.versions.current();
+    for &(n, ..) in &edit.new_blob_files {
+        super::flush::sync_blob_file(&db, n)?; // X1, as a flush does
+    }
     if db.options.blob_threshold > 0 && !current.separation {
         edit.separation = Some(true);
     } else if db.options.blob_threshold == 0

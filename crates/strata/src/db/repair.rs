@@ -83,6 +83,7 @@ fn scan_table(env: &dyn Env, path: &Path) -> Result<(FileMetaData, u64)> {
             size,
             smallest,
             largest,
+            blob_bytes: 0,
         },
         max_seq,
     ))

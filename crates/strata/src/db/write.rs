@@ -223,12 +223,10 @@ pub(super) fn make_room_for_write<'a>(
             st.stall_micros += started.elapsed().as_micros() as u64;
             allow_delay = false;
         } else if !force
-            && (st.mem.approximate_memory_usage() <= db.options.write_buffer_size
+            && (st.mem.approximate_memory_usage()
+                + st.blob.as_ref().map_or(0, |b| b.size() as usize)
+                <= db.options.write_buffer_size
                 || st.mem.is_empty())
-            && st
-                .blob
-                .as_ref()
-                .is_none_or(|b| b.size() < db.options.blob_file_size)
         {
             // Room left (an empty memtable always has room: switching it would free none).
             return (st, Ok(()));

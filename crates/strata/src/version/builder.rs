@@ -58,12 +58,10 @@ impl Builder {
         }
         for (level, f) in &edit.new_files {
             self.deleted[*level].remove(&f.number);
-            self.added[*level].push(Arc::new(FileMeta::new(
-                f.number,
-                f.size,
-                f.smallest.clone(),
-                f.largest.clone(),
-            )));
+            self.added[*level].push(Arc::new(
+                FileMeta::new(f.number, f.size, f.smallest.clone(), f.largest.clone())
+                    .with_blob_bytes(f.blob_bytes),
+            ));
         }
     }
 
@@ -118,6 +116,7 @@ mod tests {
             size: 1000,
             smallest: make_internal_key(lo.as_bytes(), 1, ValueType::Value),
             largest: make_internal_key(hi.as_bytes(), 1, ValueType::Value),
+            blob_bytes: 0,
         }
     }
 

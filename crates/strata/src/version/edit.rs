@@ -15,8 +15,9 @@
 //! | 20 | value separation on (Strata only) | varint32 1 or 0 |
 //! | 21 | new blob file (Strata only) | number, refs, bytes varint64 |
 //! | 22 | blob garbage (Strata only) | number, refs, bytes varint64 |
+//! | 23 | a new table's blob bytes (Strata only) | table number, bytes varint64 |
 //!
-//! Tags 20-22 exist only in databases with value separation (`crate::blob`); LevelDB
+//! Tags 20-23 exist only in databases with value separation (`crate::blob`); LevelDB
 //! refuses a manifest holding them ("unknown tag"), which is what keeps it from misreading
 //! such a database. They are written after LevelDB's fields.
 //!
@@ -44,6 +45,7 @@ const TAG_PREV_LOG_NUMBER: u32 = 9;
 const TAG_SEPARATION: u32 = 20;
 const TAG_NEW_BLOB_FILE: u32 = 21;
 const TAG_BLOB_GARBAGE: u32 = 22;
+const TAG_TABLE_BLOB_BYTES: u32 = 23;
 
 /// What the manifest records of a blob file: how many refs to it tables hold (or held)
 /// and the bytes of their records. Garbage counts the refs compactions dropped; a file
@@ -71,6 +73,10 @@ pub struct FileMetaData {
     pub smallest: Vec<u8>,
     /// Its last internal key.
     pub largest: Vec<u8>,
+    /// Bytes of the blob records its refs point to (value separation; tag 23), counted
+    /// with its size when levels are weighed, so that refs move down the tree as fast
+    /// as the values would and overwritten ones are found (and their space collected).
+    pub blob_bytes: u64,
 }
 
 /// A change to the set of live tables and the database's counters.
@@ -141,6 +147,11 @@ impl VersionEdit {
             put_varint32(&mut dst, TAG_SEPARATION);
             put_varint32(&mut dst, u32::from(on));
         }
+        for (_, f) in self.new_files.iter().filter(|(_, f)| f.blob_bytes > 0) {
+            put_varint32(&mut dst, TAG_TABLE_BLOB_BYTES);
+            put_varint64(&mut dst, f.number);
+            put_varint64(&mut dst, f.blob_bytes);
+        }
         for (tag, list) in [
             (TAG_NEW_BLOB_FILE, &self.new_blob_files),
             (TAG_BLOB_GARBAGE, &self.blob_garbage),
@@ -197,6 +208,7 @@ impl VersionEdit {
                             size,
                             smallest,
                             largest,
+                            blob_bytes: 0,
                         },
                     ));
                 }
@@ -211,6 +223,24 @@ impl VersionEdit {
                         ));
                     }
                 },
+                TAG_TABLE_BLOB_BYTES => {
+                    let number = d.varint64("table number")?;
+                    let bytes = d.varint64("table blob bytes")?;
+                    let f = edit
+                        .new_files
+                        .iter_mut()
+                        .find(|(_, f)| f.number == number)
+                        .ok_or_else(|| {
+                            Error::corruption(
+                                "",
+                                at,
+                                format!(
+                                    "blob bytes for table {number}, which the edit does not add"
+                                ),
+                            )
+                        })?;
+                    f.1.blob_bytes = bytes;
+                }
                 tag @ (TAG_NEW_BLOB_FILE | TAG_BLOB_GARBAGE) => {
                     let entry = (
                         d.varint64("blob file number")?,
@@ -283,6 +313,7 @@ mod tests {
                 size: 4096,
                 smallest: make_internal_key(b"a", 1, ValueType::Value),
                 largest: make_internal_key(b"z", 2, ValueType::Deletion),
+                blob_bytes: 0,
             },
         ));
         e
@@ -292,12 +323,13 @@ mod tests {
     fn round_trip() {
         let e = sample();
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
-        let blobs = VersionEdit {
+        let mut blobs = VersionEdit {
             separation: Some(true),
             new_blob_files: vec![(13, 40, 4_000_000), (15, 1, 100)],
             blob_garbage: vec![(13, 2, 200_000)],
             ..sample()
         };
+        blobs.new_files[0].1.blob_bytes = 12_345;
         assert_eq!(VersionEdit::decode(&blobs.encode()).unwrap(), blobs);
         let off = VersionEdit {
             separation: Some(false),

@@ -330,6 +330,7 @@ impl VersionSet {
                         size: f.size,
                         smallest: f.smallest.clone(),
                         largest: f.largest.clone(),
+                        blob_bytes: f.blob_bytes,
                     },
                 ));
             }
@@ -479,6 +480,7 @@ mod tests {
             size: 100,
             smallest: make_internal_key(lo.as_bytes(), 1, ValueType::Value),
             largest: make_internal_key(hi.as_bytes(), 2, ValueType::Value),
+            blob_bytes: 0,
         }
     }
 

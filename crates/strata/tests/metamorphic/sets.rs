@@ -87,7 +87,6 @@ pub fn all() -> Vec<OptionSet> {
         block_size: 512,
         max_file_size: 8 << 10,
         blob_threshold: 1,
-        blob_file_size: 64 << 10,
         max_subcompactions: 2,
         ..Options::default()
     };
@@ -95,7 +94,6 @@ pub fn all() -> Vec<OptionSet> {
         write_buffer_size: 32 << 10,
         max_file_size: 16 << 10,
         blob_threshold: 24,
-        blob_file_size: 64 << 10,
         bloom_bits_per_key: Some(10),
         ..Options::default()
     };
