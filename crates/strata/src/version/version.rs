@@ -102,11 +102,11 @@ impl Version {
     pub fn finalize(&mut self) {
         let targets = self.level_targets();
         let mut best = (0usize, -1.0f64);
-        for level in 0..NUM_LEVELS - 1 {
+        for (level, target) in targets.iter().enumerate().take(NUM_LEVELS - 1) {
             let score = if level == 0 {
                 self.levels[0].len() as f64 / L0_COMPACTION_TRIGGER as f64
             } else {
-                self.level_weight(level) as f64 / targets[level]
+                self.level_weight(level) as f64 / target
             };
             if score > best.1 {
                 best = (level, score);
