@@ -117,8 +117,8 @@ impl Version {
     }
 
     /// The size each level may reach before it is compacted into the next: LevelDB's
-    /// (10 MB for level 1, ten times more per level down). With value separation on,
-    /// sized from the deepest level holding data instead (each level a tenth of the one
+    /// (10 MB for level 1, ten times more per level down). While values live in blob
+    /// files, sized from the deepest level holding data instead (each level a tenth of the one
     /// below, none below LevelDB's level-1 size), as RocksDB's dynamic level sizing does:
     /// refs are cheap to compact, and a level that is large beside the one below holds
     /// refs to overwritten values whose garbage stays unfound until they meet (measured
@@ -126,8 +126,8 @@ impl Version {
     /// LevelDB's sizes).
     fn level_targets(&self) -> [f64; NUM_LEVELS] {
         let mut targets: [f64; NUM_LEVELS] = std::array::from_fn(max_bytes_for_level);
-        if !self.separation {
-            return targets;
+        if self.blob_files.is_empty() {
+            return targets; // no value lives in a blob file: LevelDB's sizes
         }
         let Some(last) = (1..NUM_LEVELS).rev().find(|&l| !self.levels[l].is_empty()) else {
             return targets;
