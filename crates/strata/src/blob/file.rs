@@ -32,6 +32,8 @@ pub struct BlobWriter {
     records: u64,
     /// Bytes known durable.
     synced: u64,
+    /// The file's directory entry is known durable (synced by the caller).
+    pub dir_synced: bool,
 }
 
 impl std::fmt::Debug for BlobWriter {
@@ -54,6 +56,7 @@ impl BlobWriter {
             header: Vec::with_capacity(16),
             records: 0,
             synced: 0,
+            dir_synced: false,
         })
     }
 

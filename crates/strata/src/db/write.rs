@@ -103,12 +103,12 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         // meanwhile. X1: blob records are handed to their file (and synced, for a synced
         // group) before the WAL record that refers to them.
         let mut separated = (0, 0);
-        let logged = sync_older_blobs(older_blobs)
+        let logged = sync_older_blobs(db, older_blobs)
             .and_then(|()| sync_older_logs(older))
             .and_then(|()| {
                 separated = separate_values(db, &mut group, &mut blob, blob_number)?;
                 match blob.as_mut() {
-                    Some(b) if group_sync => b.sync(),
+                    Some(b) if group_sync => sync_blob(db, b),
                     _ => Ok(()),
                 }
             })
@@ -348,8 +348,7 @@ fn separate_values(
             db.blobs.begin_writing(blob_number);
             let w = db
                 .new_blob_file(blob_number)
-                .and_then(|f| BlobWriter::new(f, blob_number))
-                .and_then(|w| db.env.sync_dir(&db.dir).map(|()| w))?;
+                .and_then(|f| BlobWriter::new(f, blob_number))?;
             blob.insert(w)
         }
     };
@@ -378,11 +377,22 @@ fn separate_values(
 }
 
 /// Syncs the blob files of older logs that a switch left unsynced (W4), then closes them.
-fn sync_older_blobs(older: Vec<BlobWriter>) -> Result<()> {
+fn sync_older_blobs(db: &DbInner, older: Vec<BlobWriter>) -> Result<()> {
     for mut b in older {
-        b.sync()?;
+        sync_blob(db, &mut b)?;
     }
     Ok(())
+}
+
+/// Makes a blob file's records durable, and its directory entry the first time: a blob
+/// file's entry is synced only when a synced write needs it (or by the flush that names
+/// it, whose table's directory sync comes after the file was made), not at creation.
+fn sync_blob(db: &DbInner, b: &mut BlobWriter) -> Result<()> {
+    if !b.dir_synced {
+        db.env.sync_dir(&db.dir)?;
+        b.dir_synced = true;
+    }
+    b.sync()
 }
 
 /// Syncs older logs that a switch left unsynced (W4), then closes them.
