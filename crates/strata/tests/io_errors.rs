@@ -289,10 +289,18 @@ fn audit(calls: &[(Call, PathBuf, bool)], ctx: &str) {
             poisoned.retain(|p| *p != path);
         }
         if matches!(call, Call::Append | Call::Sync) {
-            assert!(
-                !poisoned.contains(&path),
-                "{ctx}: {call:?} on {path:?} after a write or fsync of it failed"
-            );
+            if poisoned.contains(&path) {
+                // The calls on this file and every failed call, in order.
+                let trace: Vec<String> = calls
+                    .iter()
+                    .filter(|c| &c.1 == path || c.2)
+                    .map(|c| format!("{:?} {:?} {}", c.0, c.1, c.2))
+                    .collect();
+                panic!(
+                    "{ctx}: {call:?} on {path:?} after a write or fsync of it failed\n{}",
+                    trace.join("\n")
+                );
+            }
             if *failed {
                 poisoned.push(path);
             }

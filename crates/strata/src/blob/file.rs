@@ -34,6 +34,9 @@ pub struct BlobWriter {
     synced: u64,
     /// The file's directory entry is known durable (synced by the caller).
     pub dir_synced: bool,
+    /// The first failed append or sync: the file is never written or synced again (a
+    /// sync after a failed one proves nothing), every later call returns it.
+    failed: Option<Error>,
 }
 
 impl std::fmt::Debug for BlobWriter {
@@ -57,6 +60,7 @@ impl BlobWriter {
             records: 0,
             synced: 0,
             dir_synced: false,
+            failed: None,
         })
     }
 
@@ -101,9 +105,18 @@ impl BlobWriter {
                 "blob record too large: {record_len} bytes"
             )));
         };
-        self.file.append(&self.header)?;
-        self.file.append(key)?;
-        self.file.append(value)?;
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        let appended = self
+            .file
+            .append(&self.header)
+            .and_then(|()| self.file.append(key))
+            .and_then(|()| self.file.append(value));
+        if let Err(e) = appended {
+            self.failed = Some(e.clone());
+            return Err(e);
+        }
         let r = BlobRef {
             file: self.number,
             offset: self.offset,
@@ -117,16 +130,26 @@ impl BlobWriter {
 
     /// Hands buffered records to the operating system (readers of the file see them).
     pub fn flush(&mut self) -> Result<()> {
-        self.file.flush()
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
+        self.file
+            .flush()
+            .inspect_err(|e| self.failed = Some(e.clone()))
     }
 
     /// Makes every record written durable (no call when nothing was added since the
     /// last sync).
     pub fn sync(&mut self) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         if self.synced == self.offset {
             return Ok(());
         }
-        self.file.sync()?;
+        self.file
+            .sync()
+            .inspect_err(|e| self.failed = Some(e.clone()))?;
         self.synced = self.offset;
         Ok(())
     }

@@ -40,6 +40,7 @@ pub(super) fn compact_memtable<'a>(
         .range(..st.log_file_number)
         .map(|(&n, &(refs, bytes))| (n, refs, bytes))
         .collect();
+    let writers: Vec<super::SharedBlobWriter> = st.unsynced_blobs.clone();
     drop(st);
     let started = Instant::now();
     let built = write_table_from(db, &imm, number)
@@ -51,7 +52,17 @@ pub(super) fn compact_memtable<'a>(
             // X1: once the WAL is gone, the table's refs are all that lead to these
             // records: they must be on disk before the edit names the table.
             for &(n, ..) in &blob_files {
-                sync_blob_file(db, n).map_err(Failure::Stop)?;
+                let writer = writers
+                    .iter()
+                    .find(|w| super::write::lock_blob(w).number() == n);
+                match writer {
+                    // Through its writer: a file whose write or sync failed is not
+                    // synced again (the error comes back instead).
+                    Some(w) => super::write::sync_blob(db, &mut super::write::lock_blob(w)),
+                    // Its writer is gone: the last synced write synced it and let go.
+                    None => sync_blob_file(db, n),
+                }
+                .map_err(Failure::Stop)?;
             }
             Ok(meta)
         });

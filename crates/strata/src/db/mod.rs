@@ -129,8 +129,11 @@ struct State {
     /// The current WAL's blob file (value separation), made by the first large value
     /// written to that WAL; taken out by the write leader with the log (D1).
     blob: Option<BlobWriter>,
-    /// Blob files of older WALs left unsynced at a switch (W4, as `unsynced_logs`).
-    unsynced_blobs: Vec<BlobWriter>,
+    /// Blob files of older WALs, from their switch until their WAL is obsolete: a synced
+    /// write syncs them first (W4, as `unsynced_logs`) and the flush that names them
+    /// syncs them (X1), each through the writer's lock, so a file whose sync failed is
+    /// never synced again (its writer remembers the failure).
+    unsynced_blobs: Vec<SharedBlobWriter>,
     /// Refs written per blob file the manifest does not name yet, as (refs, record
     /// bytes); the flush that retires their WAL names them (X3).
     blob_counts: BTreeMap<u64, (u64, u64)>,
@@ -163,6 +166,9 @@ struct State {
     /// What recovery dropped or skipped when this database opened (`strata.recovery`).
     recovery_notes: Vec<String>,
 }
+
+/// A blob writer that a synced write and a flush may both sync.
+type SharedBlobWriter = Arc<Mutex<BlobWriter>>;
 
 pub(crate) struct DbInner {
     dir: PathBuf,

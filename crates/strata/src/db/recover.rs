@@ -200,9 +200,6 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .map(|(n, (refs, bytes))| (n, refs, bytes))
         .collect();
     let current = st.versions.current();
-    for &(n, ..) in &edit.new_blob_files {
-        super::flush::sync_blob_file(&db, n)?; // X1, as a flush does
-    }
     if db.options.blob_threshold > 0 && !current.separation {
         edit.separation = Some(true);
     } else if db.options.blob_threshold == 0
@@ -277,6 +274,15 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
     // logs, so a jump means records between them were lost (an older log left unsynced
     // at a switch and cut by a crash at a record boundary looks complete on its own).
     let mut next_seq: Option<u64> = None;
+    let mut recovered_blobs = RecoveredBlobs::default();
+    // Every log's number is taken before any file is made: a log's blob file shares its
+    // number, and the blob file recovery copies values into must not be one of them.
+    {
+        let mut st = db.lock();
+        for &number in &logs {
+            st.versions.mark_file_number_used(number);
+        }
+    }
     for &number in &logs {
         db.lock().versions.mark_file_number_used(number);
         if let Some((file, offset, what)) = &stop {
@@ -356,28 +362,30 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
                 stop = Some((name.clone(), offset, what));
                 break;
             }
-            if let Some(what) = check_blob_refs(db, &batch)? {
-                let offset = reader.last_record_offset();
-                let what = format!("the record at offset {offset} of {name} {what}");
-                match mode {
-                    RecoveryMode::AbsoluteConsistency => {
-                        return Err(Error::corruption(&name, offset, what));
-                    }
-                    RecoveryMode::Salvage => {
-                        notes.push(format!("salvage: skipped {what}"));
-                        continue;
-                    }
-                    RecoveryMode::PointInTime => {
-                        notes.push(format!(
-                            "point in time: replay stopped at {what}; it was never synced"
-                        ));
-                        stop = Some((name.clone(), offset, what));
-                        break;
+            let batch = match copy_blob_values(db, batch, &mut recovered_blobs)? {
+                Ok(b) => b,
+                Err(what) => {
+                    let offset = reader.last_record_offset();
+                    let what = format!("the record at offset {offset} of {name} {what}");
+                    match mode {
+                        RecoveryMode::AbsoluteConsistency => {
+                            return Err(Error::corruption(&name, offset, what));
+                        }
+                        RecoveryMode::Salvage => {
+                            notes.push(format!("salvage: skipped {what}"));
+                            continue;
+                        }
+                        RecoveryMode::PointInTime => {
+                            notes.push(format!(
+                                "point in time: replay stopped at {what}; it was never synced"
+                            ));
+                            stop = Some((name.clone(), offset, what));
+                            break;
+                        }
                     }
                 }
-            }
+            };
             next_seq = Some(batch.seqnum().saturating_add(u64::from(batch.len())));
-            count_blob_refs(db, &batch);
             mem.insert_batch(&batch)?;
             if !batch.is_empty() {
                 max_seq = max_seq.max(batch.seqnum() + u64::from(batch.len()) - 1);
@@ -390,6 +398,14 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
     }
     record_notes(db, notes);
     flush_recovered(db, &mem, edit)?;
+    // X1: the copies are on disk before the edit names the tables that refer to them.
+    if let Some(mut w) = recovered_blobs.writer {
+        w.sync()?;
+        db.blobs.seal(w.number());
+        let mut st = db.lock();
+        st.blob_counts
+            .insert(w.number(), (recovered_blobs.refs, recovered_blobs.bytes));
+    }
     let mut st = db.lock();
     if max_seq > st.versions.last_seqnum {
         st.versions.last_seqnum = max_seq;
@@ -397,35 +413,68 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
     Ok(())
 }
 
-/// X1 after a crash: a WAL record may have reached the disk while the blob records it
-/// refers to did not (neither was synced). `Some(what)` if a ref of `batch` does not
-/// lead to its intact record.
-fn check_blob_refs(db: &DbInner, batch: &WriteBatch) -> Result<Option<String>> {
-    for op in batch.iter() {
-        if let BatchOp::BlobRef(key, r) = op?
-            && let Err(e) = db.blobs.read(key, r)
-        {
-            return Ok(Some(format!(
-                "refers to a blob record that is not intact ({e})"
-            )));
-        }
-    }
-    Ok(None)
+/// The blob file recovery copies replayed values into, made on first use.
+#[derive(Default)]
+struct RecoveredBlobs {
+    writer: Option<crate::blob::BlobWriter>,
+    refs: u64,
+    bytes: u64,
 }
 
-/// Adds the refs of a replayed `batch` to the counts of their blob files.
-fn count_blob_refs(db: &DbInner, batch: &WriteBatch) {
-    let mut st = None;
+/// The values a replayed `batch` keeps in blob files, copied into a blob file of
+/// recovery's own, the batch rewritten to refer to the copies. Recovery copies them as
+/// LevelDB copies a WAL's values into a new table: the old blob file may have had a write
+/// or sync fail in the run that wrote it, so it is never synced or named again (C6); it
+/// goes with its WAL. `Err(what)` if a ref does not lead to its intact record (X1 after a
+/// crash: the WAL record reached the disk, its blob record did not).
+fn copy_blob_values(
+    db: &DbInner,
+    batch: WriteBatch,
+    out: &mut RecoveredBlobs,
+) -> Result<std::result::Result<WriteBatch, String>> {
+    let has_refs = batch
+        .iter()
+        .any(|op| matches!(op, Ok(BatchOp::BlobRef(..))));
+    if !has_refs {
+        return Ok(Ok(batch));
+    }
+    let mut copy = WriteBatch::with_capacity(batch.approximate_size());
+    let mut value = Vec::new();
+    let mut encoded = Vec::new();
     for op in batch.iter() {
-        if let Ok(BatchOp::BlobRef(_, r)) = op
-            && let Ok(r) = crate::blob::BlobRef::decode(r)
-        {
-            let st = st.get_or_insert_with(|| db.lock());
-            let c = st.blob_counts.entry(r.file).or_default();
-            c.0 += 1;
-            c.1 += u64::from(r.record_len);
+        match op? {
+            BatchOp::Put(k, v) => copy.put(k, v),
+            BatchOp::Delete(k) => copy.delete(k),
+            BatchOp::BlobRef(k, r) => {
+                if let Err(e) = db.blobs.read_into(k, r, &mut value) {
+                    return Ok(Err(format!(
+                        "refers to a blob record that is not intact ({e})"
+                    )));
+                }
+                let writer = match &mut out.writer {
+                    Some(w) => w,
+                    None => {
+                        let number = db.lock().versions.new_file_number();
+                        db.blobs.begin_writing(number);
+                        let file = db.new_blob_file(number)?;
+                        out.writer
+                            .insert(crate::blob::BlobWriter::new(file, number)?)
+                    }
+                };
+                let moved = writer.add(k, &value)?;
+                out.refs += 1;
+                out.bytes += u64::from(moved.record_len);
+                encoded.clear();
+                moved.encode_to(&mut encoded);
+                copy.put_blob_ref(k, &encoded);
+            }
         }
     }
+    if let Some(w) = &mut out.writer {
+        w.flush()?; // X1: readers (the flushes below) find the copies
+    }
+    copy.set_seqnum(batch.seqnum());
+    Ok(Ok(copy))
 }
 
 /// Writes what recovery dropped to `LOG` and keeps it for the `strata.recovery` property.

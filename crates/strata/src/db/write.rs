@@ -91,7 +91,7 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         let (older, older_blobs) = if group_sync {
             (
                 std::mem::take(&mut st.unsynced_logs),
-                std::mem::take(&mut st.unsynced_blobs),
+                st.unsynced_blobs.clone(),
             )
         } else {
             (Vec::new(), Vec::new())
@@ -260,15 +260,16 @@ pub(super) fn make_room_for_write<'a>(
             st.unsynced_logs = kept;
             let (obsolete_blobs, kept_blobs) = std::mem::take(&mut st.unsynced_blobs)
                 .into_iter()
-                .partition(|b| b.number() < needed);
+                .partition(|b| lock_blob(b).number() < needed);
             st.unsynced_blobs = kept_blobs;
             if let Some(b) = st.blob.take() {
                 db.blobs.seal(b.number());
-                st.unsynced_blobs.push(b); // flushed after its last group (X1)
+                // Flushed after its last group (X1).
+                st.unsynced_blobs.push(Arc::new(Mutex::new(b)));
             }
             drop(st);
             drop::<Vec<(u64, Log)>>(obsolete);
-            drop::<Vec<BlobWriter>>(obsolete_blobs);
+            drop::<Vec<super::SharedBlobWriter>>(obsolete_blobs);
             let switched = switch_log(db, old, number);
             st = db.lock();
             match switched {
@@ -377,17 +378,23 @@ fn separate_values(
 }
 
 /// Syncs the blob files of older logs that a switch left unsynced (W4), then closes them.
-fn sync_older_blobs(db: &DbInner, older: Vec<BlobWriter>) -> Result<()> {
-    for mut b in older {
-        sync_blob(db, &mut b)?;
+fn sync_older_blobs(db: &DbInner, older: Vec<super::SharedBlobWriter>) -> Result<()> {
+    for b in older {
+        sync_blob(db, &mut lock_blob(&b))?;
     }
     Ok(())
+}
+
+/// The writer behind a shared blob writer's lock (a panic elsewhere does not poison it
+/// for good: its state is its own fields, each call leaves them whole).
+pub(super) fn lock_blob(b: &super::SharedBlobWriter) -> std::sync::MutexGuard<'_, BlobWriter> {
+    b.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Makes a blob file's records durable, and its directory entry the first time: a blob
 /// file's entry is synced only when a synced write needs it (or by the flush that names
 /// it, whose table's directory sync comes after the file was made), not at creation.
-fn sync_blob(db: &DbInner, b: &mut BlobWriter) -> Result<()> {
+pub(super) fn sync_blob(db: &DbInner, b: &mut BlobWriter) -> Result<()> {
     if !b.dir_synced {
         db.env.sync_dir(&db.dir)?;
         b.dir_synced = true;
