@@ -158,36 +158,25 @@ impl BlobWriter {
 /// Checks a whole record read for `r` and returns its key and value (X2). Errors carry
 /// the record's offset and no file name (the caller adds it, `Error::located`).
 pub fn decode_record<'a>(r: &BlobRef, record: &'a [u8]) -> Result<(&'a [u8], &'a [u8])> {
-    let bad = |what: String| Error::corruption("", r.offset, what);
     if record.len() != r.record_len as usize {
-        return Err(bad(format!(
-            "blob record truncated: {} of {} bytes",
-            record.len(),
-            r.record_len
-        )));
+        return Err(Error::corruption(
+            "",
+            r.offset,
+            format!(
+                "blob record truncated: {} of {} bytes",
+                record.len(),
+                r.record_len
+            ),
+        ));
     }
-    let stored = decode_fixed32(record).ok_or_else(|| bad("blob record too short".into()))?;
-    let body = &record[4..];
-    if checksum::unmask(stored) != checksum::crc32c(body) {
-        return Err(bad("blob record checksum mismatch".into()));
-    }
-    let (key_len, n1) =
-        decode_varint32(body).ok_or_else(|| bad("blob record key length".into()))?;
-    let (value_len, n2) =
-        decode_varint32(&body[n1..]).ok_or_else(|| bad("blob record value length".into()))?;
-    let rest = &body[n1 + n2..];
-    if value_len != r.value_len || rest.len() != key_len as usize + value_len as usize {
-        return Err(bad(format!(
-            "blob record holds a {key_len}-byte key and a {value_len}-byte value; the ref \
-             expects a {}-byte value in {} bytes",
-            r.value_len, r.record_len
-        )));
-    }
-    Ok(rest.split_at(key_len as usize))
+    // The head ends where the value, of the length the ref gives, begins.
+    let head_len = record.len().saturating_sub(r.value_len as usize);
+    let (head, value) = record.split_at(head_len);
+    Ok((decode_split(r, head, value)?, value))
 }
 
 /// [`decode_record`] for a record read in two parts: `head` (crc, lengths and key) and
-/// `value`. Returns the key.
+/// `value`. Checks the CRC over both and every length; returns the key.
 pub fn decode_split<'a>(r: &BlobRef, head: &'a [u8], value: &[u8]) -> Result<&'a [u8]> {
     let bad = |what: String| Error::corruption("", r.offset, what);
     let stored = decode_fixed32(head).ok_or_else(|| bad("blob record too short".into()))?;

@@ -239,23 +239,21 @@ impl DbInner {
 
     /// Creates write-ahead log `number` (mapped unless `Options::mmap_wal` is off).
     fn new_log_file(&self, number: u64) -> Result<Box<dyn WritableFile>> {
-        let path = filename::log(&self.dir, number);
-        if self.options.mmap_wal {
-            self.env.new_log(&path)
-        } else {
-            self.env.new_writable(&path)
-        }
+        self.new_appended_file(&filename::log(&self.dir, number))
     }
 
     /// A new blob file written, as the WAL is, through a memory map when
     /// `Options::mmap_wal` is on: an append is a copy into the page cache, where readers'
     /// `pread` finds it at once (X1) without a `write(2)` per group.
     fn new_blob_file(&self, number: u64) -> Result<Box<dyn WritableFile>> {
-        let path = filename::blob(&self.dir, number);
+        self.new_appended_file(&filename::blob(&self.dir, number))
+    }
+
+    fn new_appended_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         if self.options.mmap_wal {
-            self.env.new_log(&path)
+            self.env.new_log(path)
         } else {
-            self.env.new_writable(&path)
+            self.env.new_writable(path)
         }
     }
 
