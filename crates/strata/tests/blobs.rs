@@ -149,6 +149,8 @@ fn reads_iterators_snapshots_and_reopen_match_a_model() {
     check(&db, &model);
     let report = db.verify().unwrap();
     assert!(report.entries > 0, "{report:?}");
+    assert!(report.blob_values > 0, "{report:?}");
+    assert!(report.unreferenced.is_empty(), "{report:?}");
     // The option off: the refs written still read; new values are inline.
     drop(db);
     let db = Db::open(
@@ -246,6 +248,7 @@ fn a_damaged_blob_is_an_error_never_a_wrong_value() {
     }
     let e = db.get(key(19)).unwrap_err();
     assert!(e.is_corruption(), "{e}");
+    assert!(db.verify().unwrap_err().is_corruption());
     assert!(e.to_string().contains(".blob"), "{e}");
     let mut it = db.raw_iterator();
     it.seek(&key(19));
