@@ -109,6 +109,13 @@ pub fn tag(ikey: &[u8]) -> u64 {
         .unwrap_or(0)
 }
 
+/// The type of an internal key's entry; `None` if it is shorter than a tag or its type is
+/// unknown.
+#[inline]
+pub fn value_type(ikey: &[u8]) -> Option<ValueType> {
+    ValueType::from_byte(tag(ikey) as u8).filter(|_| ikey.len() >= TAG_SIZE)
+}
+
 /// An internal key split into its parts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ParsedInternalKey<'a> {

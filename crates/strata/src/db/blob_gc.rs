@@ -122,7 +122,9 @@ impl<'a> BlobRewriter<'a> {
             return Ok(None);
         }
         let user_key = crate::key::user_key(ikey);
-        self.value = self.db.blobs.read(user_key, encoded_ref)?;
+        self.db
+            .blobs
+            .read_into(user_key, encoded_ref, &mut self.value)?;
         self.add_garbage(&r);
         self.ikey.clear();
         self.ikey.extend_from_slice(ikey);
@@ -148,9 +150,7 @@ impl<'a> BlobRewriter<'a> {
                     n
                 };
                 self.numbers.push(number);
-                self.db.blobs.begin_writing(number);
-                let file = self.db.new_blob_file(number)?;
-                self.writer.insert(BlobWriter::new(file, number)?)
+                self.writer.insert(self.db.new_blob_writer(number)?)
             }
         };
         let moved = writer.add(user_key, &self.value)?;
@@ -171,6 +171,25 @@ impl<'a> BlobRewriter<'a> {
             self.counts = (0, 0);
         }
         Ok(())
+    }
+}
+
+/// How the manifest's value-separation flag (tag 20) should change, if at all: on once a
+/// database is opened with a threshold, before any ref is written (LevelDB refuses it
+/// from then on); off once the threshold is 0 and no blob file is named by `current` or
+/// waits to be (`unnamed`): the database is LevelDB's format again.
+pub(super) fn separation_change(
+    db: &DbInner,
+    current: &crate::version::Version,
+    unnamed: bool,
+) -> Option<bool> {
+    let on = db.options.blob_threshold > 0;
+    if on && !current.separation {
+        Some(true)
+    } else if !on && current.separation && current.blob_files.is_empty() && !unnamed {
+        Some(false)
+    } else {
+        None
     }
 }
 

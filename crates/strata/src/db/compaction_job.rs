@@ -20,7 +20,7 @@ use std::sync::{Arc, MutexGuard, mpsc};
 use std::time::Instant;
 
 use super::LevelIter;
-use super::blob_gc::{BlobRewriter, discard_blob_files};
+use super::blob_gc::{BlobRewriter, discard_blob_files, separation_change};
 use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::{compact_memtable, discard_table, referenced_blob_bytes};
 use super::{DbInner, State};
@@ -175,12 +175,8 @@ fn end_separation_if_done<'a>(
     db: &'a DbInner,
     mut st: MutexGuard<'a, State>,
 ) -> (MutexGuard<'a, State>, Option<Error>) {
-    let v = st.versions.current();
-    if db.options.blob_threshold > 0
-        || !v.separation
-        || !v.blob_files.is_empty()
-        || !st.blob_counts.is_empty()
-    {
+    let change = separation_change(db, &st.versions.current(), !st.blob_counts.is_empty());
+    if change != Some(false) {
         return (st, None);
     }
     let mut edit = crate::version::VersionEdit {

@@ -40,7 +40,7 @@ pub(super) fn compact_memtable<'a>(
         .range(..st.log_file_number)
         .map(|(&n, &(refs, bytes))| (n, refs, bytes))
         .collect();
-    let writers: Vec<super::SharedBlobWriter> = st.unsynced_blobs.clone();
+    let writers = st.older_blobs.clone();
     drop(st);
     let started = Instant::now();
     let built = write_table_from(db, &imm, number)
@@ -52,14 +52,12 @@ pub(super) fn compact_memtable<'a>(
             // X1: once the WAL is gone, the table's refs are all that lead to these
             // records: they must be on disk before the edit names the table.
             for &(n, ..) in &blob_files {
-                let writer = writers
-                    .iter()
-                    .find(|w| super::write::lock_blob(w).number() == n);
-                match writer {
+                match writers.iter().find(|(number, _)| *number == n) {
                     // Through its writer: a file whose write or sync failed is not
                     // synced again (the error comes back instead).
-                    Some(w) => super::write::sync_blob(db, &mut super::write::lock_blob(w)),
-                    // Its writer is gone: the last synced write synced it and let go.
+                    Some((_, w)) => super::write::sync_blob(db, &mut super::write::lock_blob(w)),
+                    // No writer in this run (none today: every named file's writer stays
+                    // until its log is obsolete); a fresh handle's sync is the safe answer.
                     None => sync_blob_file(db, n),
                 }
                 .map_err(Failure::Stop)?;
@@ -179,7 +177,7 @@ pub(super) fn sync_blob_file(db: &DbInner, number: u64) -> Result<()> {
 
 /// Bytes of the blob record an entry refers to (0 for anything but a blob ref).
 pub(super) fn referenced_blob_bytes(ikey: &[u8], value: &[u8]) -> u64 {
-    if key::tag(ikey) & 0xff != crate::key::ValueType::BlobRef as u64 {
+    if key::value_type(ikey) != Some(crate::key::ValueType::BlobRef) {
         return 0;
     }
     crate::blob::BlobRef::decode(value).map_or(0, |r| u64::from(r.record_len))

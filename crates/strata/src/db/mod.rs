@@ -133,7 +133,7 @@ struct State {
     /// write syncs them first (W4, as `unsynced_logs`) and the flush that names them
     /// syncs them (X1), each through the writer's lock, so a file whose sync failed is
     /// never synced again (its writer remembers the failure).
-    unsynced_blobs: Vec<SharedBlobWriter>,
+    older_blobs: Vec<(u64, SharedBlobWriter)>,
     /// Refs written per blob file the manifest does not name yet, as (refs, record
     /// bytes); the flush that retires their WAL names them (X3).
     blob_counts: BTreeMap<u64, (u64, u64)>,
@@ -242,11 +242,14 @@ impl DbInner {
         self.new_appended_file(&filename::log(&self.dir, number))
     }
 
-    /// A new blob file written, as the WAL is, through a memory map when
-    /// `Options::mmap_wal` is on: an append is a copy into the page cache, where readers'
-    /// `pread` finds it at once (X1) without a `write(2)` per group.
-    fn new_blob_file(&self, number: u64) -> Result<Box<dyn WritableFile>> {
-        self.new_appended_file(&filename::blob(&self.dir, number))
+    /// A writer for the new blob file `number`, its readers told it grows (read with
+    /// `pread` until sealed). The file is written, as the WAL is, through a memory map
+    /// when `Options::mmap_wal` is on: an append is a copy into the page cache, where
+    /// readers' `pread` finds it at once (X1) without a `write(2)` per group.
+    fn new_blob_writer(&self, number: u64) -> Result<BlobWriter> {
+        self.blobs.begin_writing(number);
+        let file = self.new_appended_file(&filename::blob(&self.dir, number))?;
+        BlobWriter::new(file, number)
     }
 
     fn new_appended_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

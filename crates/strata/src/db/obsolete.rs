@@ -2,8 +2,21 @@
 //! older than the one the manifest needs, manifests older than the current one, blob
 //! files neither a live version nor an unflushed WAL needs (X3).
 
+use std::collections::HashSet;
+
 use super::{DbInner, State};
 use crate::filename::{self, Kind};
+
+/// Blob files someone needs besides those of live WALs and pending outputs (X3): named by
+/// a live version, counted for a WAL not yet retired, or of a flushed memtable a reader
+/// still holds.
+pub(super) fn needed_blob_files(st: &mut State) -> HashSet<u64> {
+    let mut needed = st.versions.live_blob_files();
+    needed.extend(st.blob_counts.keys().copied());
+    st.retired_mems.retain(|(_, m)| m.strong_count() > 0);
+    needed.extend(st.retired_mems.iter().map(|(n, _)| *n));
+    needed
+}
 
 /// Deletes files no live version, pending output or needed log names (D4).
 pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
@@ -11,9 +24,7 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
         return; // the state on disk is in doubt: keep everything
     }
     let live = st.versions.live_files();
-    let mut live_blobs = st.versions.live_blob_files();
-    st.retired_mems.retain(|(_, m)| m.strong_count() > 0);
-    live_blobs.extend(st.retired_mems.iter().map(|(n, _)| *n));
+    let needed_blobs = needed_blob_files(st);
     let Ok(names) = db.env.children(&db.dir) else {
         return;
     };
@@ -29,8 +40,7 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
             Some(Kind::Temp(n)) => st.pending_outputs.contains(&n),
             Some(Kind::Blob(n)) => {
                 n >= st.versions.log_number
-                    || live_blobs.contains(&n)
-                    || st.blob_counts.contains_key(&n)
+                    || needed_blobs.contains(&n)
                     || st.pending_outputs.contains(&n)
             }
             Some(Kind::Current | Kind::Lock | Kind::InfoLog) | None => true,

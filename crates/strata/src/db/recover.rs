@@ -152,7 +152,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             log_file_number: 0,
             unsynced_logs: Vec::new(),
             blob: None,
-            unsynced_blobs: Vec::new(),
+            older_blobs: Vec::new(),
             blob_counts: Default::default(),
             imm_log_number: 0,
             retired_mems: Vec::new(),
@@ -199,16 +199,11 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .into_iter()
         .map(|(n, (refs, bytes))| (n, refs, bytes))
         .collect();
-    let current = st.versions.current();
-    if db.options.blob_threshold > 0 && !current.separation {
-        edit.separation = Some(true);
-    } else if db.options.blob_threshold == 0
-        && current.separation
-        && current.blob_files.is_empty()
-        && edit.new_blob_files.is_empty()
-    {
-        edit.separation = Some(false); // nothing left in blob files: LevelDB's format again
-    }
+    edit.separation = super::blob_gc::separation_change(
+        &db,
+        &st.versions.current(),
+        !edit.new_blob_files.is_empty(),
+    );
     st.versions.log_and_apply(&mut edit)?;
     delete_obsolete_files(&db, &mut st);
     drop(st);
@@ -284,7 +279,6 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
         }
     }
     for &number in &logs {
-        db.lock().versions.mark_file_number_used(number);
         if let Some((file, offset, what)) = &stop {
             // The damaged log was not synced before this one was written (W4), and no
             // synced write followed it (such a write would have synced it first): what
@@ -455,10 +449,7 @@ fn copy_blob_values(
                     Some(w) => w,
                     None => {
                         let number = db.lock().versions.new_file_number();
-                        db.blobs.begin_writing(number);
-                        let file = db.new_blob_file(number)?;
-                        out.writer
-                            .insert(crate::blob::BlobWriter::new(file, number)?)
+                        out.writer.insert(db.new_blob_writer(number)?)
                     }
                 };
                 let moved = writer.add(k, &value)?;

@@ -45,16 +45,7 @@ pub struct VerifyReport {
 pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
     let (version, live, manifest_number, log_number, prev_log, pending, needed_blobs) = {
         let mut st = db.lock();
-        // Blob files someone needs: named by a live version, of a WAL not yet retired,
-        // or of a flushed memtable a reader holds (X3).
-        let mut needed_blobs = st.versions.live_blob_files();
-        needed_blobs.extend(st.blob_counts.keys().copied());
-        needed_blobs.extend(
-            st.retired_mems
-                .iter()
-                .filter(|(_, m)| m.strong_count() > 0)
-                .map(|(n, _)| *n),
-        );
+        let needed_blobs = super::obsolete::needed_blob_files(&mut st);
         (
             st.versions.current(),
             st.versions.live_files(),
@@ -120,7 +111,7 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
                         "first key differs from the manifest's smallest",
                     ));
                 }
-                if key::tag(k) & 0xff == key::ValueType::BlobRef as u64 {
+                if key::value_type(k) == Some(key::ValueType::BlobRef) {
                     db.blobs
                         .read_into(key::user_key(k), it.value(), &mut value)?;
                     report.blob_values += 1;

@@ -91,7 +91,7 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         let (older, older_blobs) = if group_sync {
             (
                 std::mem::take(&mut st.unsynced_logs),
-                st.unsynced_blobs.clone(),
+                st.older_blobs.clone(),
             )
         } else {
             (Vec::new(), Vec::new())
@@ -258,18 +258,18 @@ pub(super) fn make_room_for_write<'a>(
                 .into_iter()
                 .partition(|(n, _)| *n < needed);
             st.unsynced_logs = kept;
-            let (obsolete_blobs, kept_blobs) = std::mem::take(&mut st.unsynced_blobs)
+            let (obsolete_blobs, kept_blobs) = std::mem::take(&mut st.older_blobs)
                 .into_iter()
-                .partition(|b| lock_blob(b).number() < needed);
-            st.unsynced_blobs = kept_blobs;
+                .partition(|(n, _)| *n < needed);
+            st.older_blobs = kept_blobs;
             if let Some(b) = st.blob.take() {
                 db.blobs.seal(b.number());
                 // Flushed after its last group (X1).
-                st.unsynced_blobs.push(Arc::new(Mutex::new(b)));
+                st.older_blobs.push((b.number(), Arc::new(Mutex::new(b))));
             }
             drop(st);
             drop::<Vec<(u64, Log)>>(obsolete);
-            drop::<Vec<super::SharedBlobWriter>>(obsolete_blobs);
+            drop::<Vec<(u64, super::SharedBlobWriter)>>(obsolete_blobs);
             let switched = switch_log(db, old, number);
             st = db.lock();
             match switched {
@@ -345,13 +345,7 @@ fn separate_values(
     }
     let writer = match blob {
         Some(w) => w,
-        None => {
-            db.blobs.begin_writing(blob_number);
-            let w = db
-                .new_blob_file(blob_number)
-                .and_then(|f| BlobWriter::new(f, blob_number))?;
-            blob.insert(w)
-        }
+        None => blob.insert(db.new_blob_writer(blob_number)?),
     };
     let mut out = WriteBatch::with_capacity(group.approximate_size().min(64 << 10));
     let (mut refs, mut bytes) = (0, 0);
@@ -377,9 +371,10 @@ fn separate_values(
     Ok((refs, bytes))
 }
 
-/// Syncs the blob files of older logs that a switch left unsynced (W4), then closes them.
-fn sync_older_blobs(db: &DbInner, older: Vec<super::SharedBlobWriter>) -> Result<()> {
-    for b in older {
+/// Syncs the blob files of older logs (W4); their writers stay until a flush has named
+/// the files and their logs are obsolete.
+fn sync_older_blobs(db: &DbInner, older: Vec<(u64, super::SharedBlobWriter)>) -> Result<()> {
+    for (_, b) in older {
         sync_blob(db, &mut lock_blob(&b))?;
     }
     Ok(())

@@ -236,7 +236,7 @@ impl VersionSet {
                 "a manifest edit is already being written".into(),
             ));
         }
-        // Value separation ending: the manifest must hold no trace of tags 20-22 for
+        // Value separation ending: the manifest must hold no trace of tags 20-23 for
         // LevelDB to open it, so a new one starts, its snapshot without them, and the
         // edit's own record leaves the flag out (the new manifest says "off" by silence).
         let ending_separation = edit.separation == Some(false);
@@ -350,9 +350,8 @@ impl VersionSet {
 
     /// Numbers of every table some live version names (V3).
     pub fn live_files(&mut self) -> HashSet<u64> {
-        self.versions.retain(|w| w.strong_count() > 0);
         let mut live = HashSet::new();
-        for v in self.versions.iter().filter_map(Weak::upgrade) {
+        for v in self.live_versions() {
             for files in &v.levels {
                 live.extend(files.iter().map(|f| f.number));
             }
@@ -360,15 +359,20 @@ impl VersionSet {
         live
     }
 
+    /// Every version still held by someone, forgetting the others.
+    fn live_versions(&mut self) -> Vec<Arc<Version>> {
+        self.versions.retain(|w| w.strong_count() > 0);
+        self.versions.iter().filter_map(Weak::upgrade).collect()
+    }
+
     /// Numbers of every blob file some live version names (X3: a reader of an older
     /// version may still follow refs into it).
     pub fn live_blob_files(&mut self) -> HashSet<u64> {
-        self.versions.retain(|w| w.strong_count() > 0);
-        self.versions
-            .iter()
-            .filter_map(Weak::upgrade)
-            .flat_map(|v| v.blob_files.keys().copied().collect::<Vec<_>>())
-            .collect()
+        let mut live = HashSet::new();
+        for v in self.live_versions() {
+            live.extend(v.blob_files.keys().copied());
+        }
+        live
     }
 }
 
