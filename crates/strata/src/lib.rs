@@ -21,6 +21,7 @@ pub mod cache;
 pub mod checksum;
 pub mod coding;
 pub mod compaction;
+pub mod comparator;
 mod db;
 pub mod env;
 mod error;
@@ -37,6 +38,9 @@ pub mod table_cache;
 pub mod version;
 
 pub use batch::WriteBatch;
+pub use comparator::Comparator;
+pub use filter::{BloomPolicy, FilterPolicy};
+pub use sstable::Compression;
 pub use db::{
     Counters, Db, DbIterator, KeyValue, LevelIter, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice,
     Range, VerifyReport,

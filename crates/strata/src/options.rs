@@ -5,8 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cache::BlockCache;
+use crate::comparator::Comparator;
 use crate::env::{DiskEnv, Env};
 use crate::error::{Error, Result};
+use crate::filter::FilterPolicy;
 use crate::snapshot::Snapshot;
 use crate::sstable::{Compression, TableOptions};
 
@@ -59,7 +61,17 @@ pub struct Options {
     /// Block compression (default Snappy).
     pub compression: Compression,
     /// Bloom filter bits per key; `None` (the default, as in LevelDB) writes no filters.
+    /// Shorthand for `filter_policy` set to LevelDB's built-in Bloom filter
+    /// ([`BloomPolicy`](crate::BloomPolicy)); set one or the other.
     pub bloom_bits_per_key: Option<usize>,
+    /// A filter policy of the user's own (default `None`). Tables record its name and are
+    /// read with their filters only by a policy of that name; tables with LevelDB's Bloom
+    /// filter are always read with it.
+    pub filter_policy: Option<Arc<dyn FilterPolicy>>,
+    /// The order of user keys (default `None`: bytewise, `leveldb.BytewiseComparator`).
+    /// Its name is recorded in the manifest when the database is created; opening with a
+    /// comparator of another name is an error naming both.
+    pub comparator: Option<Arc<dyn Comparator>>,
     /// How long a flush or compaction that failed while writing its tables (a full disk,
     /// most often) waits before it runs again by itself (default 1 s). Zero: only
     /// [`Db::resume`](crate::Db::resume) runs it again. Meanwhile reads and the writes that
@@ -134,6 +146,8 @@ impl Default for Options {
             max_file_size: 2 << 20,
             compression: Compression::Snappy,
             bloom_bits_per_key: None,
+            filter_policy: None,
+            comparator: None,
             background_retry_interval: Duration::from_secs(1),
             mmap_wal: true,
             mmap_reads: true,
@@ -188,6 +202,10 @@ impl Options {
             self.bloom_bits_per_key
                 .is_none_or(|b| (1..=64).contains(&b)),
             "bloom_bits_per_key must be 1 to 64",
+        )?;
+        check(
+            self.bloom_bits_per_key.is_none() || self.filter_policy.is_none(),
+            "set bloom_bits_per_key or filter_policy, not both",
         )?;
         check(
             (0.0..=1.0).contains(&self.blob_gc_ratio),
