@@ -50,7 +50,7 @@ pub fn block(data: &[u8]) {
         return;
     };
     let block = Arc::new(block);
-    let mut it = block.iter(InternalOrder);
+    let mut it = block.iter(InternalOrder::default());
     it.seek_to_first();
     let mut steps = 0;
     while it.valid() {
@@ -79,7 +79,7 @@ pub fn block(data: &[u8]) {
 /// open; a full scan and point lookups do not panic.
 pub fn table(data: &[u8]) {
     let size = data.len() as u64;
-    let Ok(table) = Table::open(Arc::new(data.to_vec()), "fuzz.ldb", size, true) else {
+    let Ok(table) = Table::open(Arc::new(data.to_vec()), "fuzz.ldb", size, &strata::sstable::TableFormat::leveldb()) else {
         return;
     };
     let table = Arc::new(table);
@@ -175,7 +175,7 @@ pub fn coding(data: &[u8]) {
 pub fn filter_block(data: &[u8]) {
     let split = data.first().map_or(0, |b| *b as usize).min(data.len());
     let (probe, block) = data.split_at(split);
-    let reader = FilterBlockReader::new(block.to_vec());
+    let reader = FilterBlockReader::new(block.to_vec(), strata::filter::Filter::builtin());
     for (i, chunk) in probe.chunks(4).enumerate() {
         let offset = (i as u64) << (chunk.first().copied().unwrap_or(0) % 40);
         let _ = reader.key_may_match(offset, chunk);

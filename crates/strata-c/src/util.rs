@@ -33,11 +33,11 @@ pub unsafe fn path(name: *const c_char) -> Result<PathBuf, Error> {
     Ok(PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes())))
 }
 
-/// A `malloc`'d copy of `data` (C1). `malloc(0)` is asked for an empty value, as LevelDB
-/// does; NULL only if memory ran out.
+/// A `malloc`'d copy of `data` (C1); an empty value is still a non-NULL pointer (one byte
+/// is asked for), as LevelDB gives on glibc. NULL only if memory ran out.
 pub fn malloc_copy(data: &[u8]) -> *mut c_char {
     // SAFETY: `malloc` may be called with any size.
-    let p = unsafe { libc::malloc(data.len()) }.cast::<u8>();
+    let p = unsafe { libc::malloc(data.len().max(1)) }.cast::<u8>();
     if !p.is_null() && !data.is_empty() {
         // SAFETY: `p` holds `data.len()` fresh bytes that cannot overlap `data`.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
@@ -69,7 +69,10 @@ pub fn status_string(e: &Error) -> String {
         Error::InvalidArgument(s) => format!("Invalid argument: {s}"),
         Error::NotFound(s) => format!("NotFound: {s}"),
         Error::NotSupported(s) => format!("Not implemented: {s}"),
-        Error::AlreadyExists(s) => format!("Invalid argument: {s}: exists (error_if_exists is true)"),
+        Error::AlreadyExists(s) => format!("Invalid argument: {s}"),
+        Error::ComparatorMismatch { database, options } => {
+            format!("Invalid argument: {database} does not match existing comparator : {options}")
+        }
         Error::Locked(s) => format!("IO error: lock {s}: already held by process"),
         other => format!("Invalid argument: {other}"),
     }

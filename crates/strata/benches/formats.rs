@@ -65,7 +65,7 @@ fn block_seek(c: &mut Criterion) {
     let targets: Vec<Vec<u8>> = (0..n)
         .map(|i| make_internal_key(&user_key(spread(i, n)), u64::MAX >> 8, ValueType::Value))
         .collect();
-    let mut it = block.iter(InternalOrder);
+    let mut it = block.iter(InternalOrder::default());
     let mut i = 0;
     c.bench_function("block/seek_4KiB", |b| {
         b.iter(|| {
@@ -80,7 +80,7 @@ fn table_get(c: &mut Criterion) {
     let n = 20_000u64;
     let options = TableOptions {
         compression: Compression::Snappy,
-        bloom_bits_per_key: Some(10),
+        filter: Some(strata::filter::Filter::Bloom(strata::BloomPolicy::new(10))),
         ..TableOptions::default()
     };
     let mut builder = TableBuilder::new(Box::new(Vec::new()), options);
@@ -90,7 +90,7 @@ fn table_get(c: &mut Criterion) {
     }
     let (file, size) = builder.finish().unwrap();
     let cache = BlockCache::new(64 << 20);
-    let table = Table::open(Arc::new(*file), "bench.ldb", size, true)
+    let table = Table::open(Arc::new(*file), "bench.ldb", size, &strata::sstable::TableFormat::leveldb())
         .unwrap()
         .with_cache(cache);
     let targets: Vec<Vec<u8>> = (0..n)

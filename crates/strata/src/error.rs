@@ -66,10 +66,16 @@ pub enum Error {
     /// Another opener, in this process or another, holds the database's lock.
     #[error("database is already in use: {0}")]
     Locked(String),
-    /// The database was written with a different key order (the manifest's comparator
-    /// name is given; Strata orders keys bytewise, `leveldb.BytewiseComparator`).
-    #[error("comparator mismatch: database uses {0:?}, Strata uses \"leveldb.BytewiseComparator\"")]
-    ComparatorMismatch(String),
+    /// The database was written in another key order than the options' comparator gives.
+    #[error(
+        "comparator mismatch: the database was written with {database:?}, the options give {options:?}"
+    )]
+    ComparatorMismatch {
+        /// The comparator name in the manifest.
+        database: String,
+        /// The name of the comparator in the options.
+        options: String,
+    },
 }
 
 impl Error {
@@ -133,7 +139,10 @@ impl Clone for Error {
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
             Error::AlreadyExists(s) => Error::AlreadyExists(s.clone()),
             Error::Locked(s) => Error::Locked(s.clone()),
-            Error::ComparatorMismatch(s) => Error::ComparatorMismatch(s.clone()),
+            Error::ComparatorMismatch { database, options } => Error::ComparatorMismatch {
+                database: database.clone(),
+                options: options.clone(),
+            },
         }
     }
 }

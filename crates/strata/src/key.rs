@@ -24,6 +24,7 @@
 use std::cmp::Ordering;
 
 use crate::coding::{compare_bytes, decode_fixed64, put_fixed64};
+use crate::comparator::UserOrder;
 
 /// A sequence number: the position of a write in the database's history.
 pub type SeqNum = u64;
@@ -162,7 +163,7 @@ pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
 }
 
 /// A total order on keys stored in a block: bytewise or internal-key.
-pub trait KeyOrder: Copy + Send + Sync + 'static {
+pub trait KeyOrder: Clone + Send + Sync + 'static {
     /// Compares two keys.
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
 }
@@ -178,14 +179,67 @@ impl KeyOrder for Bytewise {
     }
 }
 
-/// Internal-key order (data and index blocks).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct InternalOrder;
+/// Internal-key order (K2) over a user key order: the memtable, data and index blocks,
+/// table ranges and every merge use it. The default is over bytewise user keys.
+#[derive(Debug, Clone, Default)]
+pub struct InternalOrder {
+    user: UserOrder,
+}
+
+impl InternalOrder {
+    /// Internal-key order over `user`.
+    pub fn new(user: UserOrder) -> Self {
+        InternalOrder { user }
+    }
+
+    /// The user key order.
+    pub fn user(&self) -> &UserOrder {
+        &self.user
+    }
+
+    /// K2: user key ascending (in the user order), then tag descending.
+    #[inline]
+    pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        match &self.user {
+            UserOrder::Bytewise => compare_internal_keys(a, b),
+            custom => match custom.compare(user_key(a), user_key(b)) {
+                Ordering::Equal => tag(b).cmp(&tag(a)),
+                ord => ord,
+            },
+        }
+    }
+
+    /// Shortens `start` to an internal key at or after it and before `limit`, when the
+    /// user order finds a shorter user key: it gets the largest tag, so it still sorts
+    /// after `start` and before `limit`.
+    pub fn shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
+        let user_start = user_key(start);
+        let mut tmp = user_start.to_vec();
+        self.user.shortest_separator(&mut tmp, user_key(limit));
+        if tmp.len() < user_start.len() && self.user.compare(user_start, &tmp).is_lt() {
+            put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
+            debug_assert!(self.compare(start, &tmp) == Ordering::Less);
+            debug_assert!(self.compare(&tmp, limit) == Ordering::Less);
+            *start = tmp;
+        }
+    }
+
+    /// Shortens `key` to a short internal key after it (the user order's successor).
+    pub fn short_successor(&self, key: &mut Vec<u8>) {
+        let user = user_key(key);
+        let mut tmp = user.to_vec();
+        self.user.short_successor(&mut tmp);
+        if tmp.len() < user.len() && self.user.compare(user, &tmp).is_lt() {
+            put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
+            *key = tmp;
+        }
+    }
+}
 
 impl KeyOrder for InternalOrder {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        compare_internal_keys(a, b)
+        InternalOrder::compare(self, a, b)
     }
 }
 
@@ -209,31 +263,6 @@ pub fn short_successor(key: &mut Vec<u8>) {
     if let Some(i) = key.iter().position(|&b| b != 0xff) {
         key[i] += 1;
         key.truncate(i + 1);
-    }
-}
-
-/// [`shortest_separator`] on internal keys: shortens the user key and gives it the largest
-/// tag, so the result still sorts at or after `start` and before `limit`.
-pub fn internal_shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
-    let user_start = user_key(start);
-    let mut tmp = user_start.to_vec();
-    shortest_separator(&mut tmp, user_key(limit));
-    if tmp.len() < user_start.len() && user_start < tmp.as_slice() {
-        put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
-        debug_assert!(compare_internal_keys(start, &tmp) == Ordering::Less);
-        debug_assert!(compare_internal_keys(&tmp, limit) == Ordering::Less);
-        *start = tmp;
-    }
-}
-
-/// [`short_successor`] on internal keys.
-pub fn internal_short_successor(key: &mut Vec<u8>) {
-    let user = user_key(key);
-    let mut tmp = user.to_vec();
-    short_successor(&mut tmp);
-    if tmp.len() < user.len() && user < tmp.as_slice() {
-        put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
-        *key = tmp;
     }
 }
 
@@ -319,15 +348,15 @@ mod tests {
     #[test]
     fn internal_separator_gets_max_tag() {
         let mut s = ik(b"foo", 100, ValueType::Value);
-        internal_shortest_separator(&mut s, &ik(b"hello", 200, ValueType::Value));
+        InternalOrder::default().shortest_separator(&mut s, &ik(b"hello", 200, ValueType::Value));
         assert_eq!(s, ik(b"g", MAX_SEQNUM, ValueType::Value));
         // Same user key: unchanged.
         let orig = ik(b"foo", 100, ValueType::Value);
         let mut s = orig.clone();
-        internal_shortest_separator(&mut s, &ik(b"foo", 99, ValueType::Value));
+        InternalOrder::default().shortest_separator(&mut s, &ik(b"foo", 99, ValueType::Value));
         assert_eq!(s, orig);
         let mut k = ik(b"foo", 100, ValueType::Value);
-        internal_short_successor(&mut k);
+        InternalOrder::default().short_successor(&mut k);
         assert_eq!(k, ik(b"g", MAX_SEQNUM, ValueType::Value));
     }
 

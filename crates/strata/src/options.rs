@@ -5,12 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cache::BlockCache;
-use crate::comparator::Comparator;
+use crate::comparator::{Comparator, UserOrder};
 use crate::env::{DiskEnv, Env};
 use crate::error::{Error, Result};
-use crate::filter::FilterPolicy;
+use crate::filter::{BloomPolicy, Filter, FilterPolicy};
+use crate::key::InternalOrder;
 use crate::snapshot::Snapshot;
-use crate::sstable::{Compression, TableOptions};
+use crate::sstable::{Compression, TableFormat, TableOptions};
 
 /// What opening a database does with damaged write-ahead log records (RocksDB's WAL
 /// recovery modes). Every drop is written to `LOG` and to the `strata.recovery` property.
@@ -216,12 +217,36 @@ impl Options {
 
     /// The table layout these options ask for.
     pub fn table_options(&self) -> TableOptions {
+        let filter = match (&self.filter_policy, self.bloom_bits_per_key) {
+            (Some(p), _) => Some(Filter::Custom(Arc::clone(p))),
+            (None, Some(bits)) => Some(Filter::Bloom(BloomPolicy::new(bits))),
+            (None, None) => None,
+        };
         TableOptions {
             block_size: self.block_size,
             restart_interval: self.block_restart_interval,
             compression: self.compression,
-            bloom_bits_per_key: self.bloom_bits_per_key,
+            filter,
+            order: self.internal_order(),
         }
+    }
+
+    /// How the database's tables are read: its key order, and its filter policy (or
+    /// LevelDB's Bloom filter when it has none, so tables LevelDB wrote with one are read
+    /// with it).
+    pub fn table_format(&self) -> TableFormat {
+        TableFormat {
+            order: self.internal_order(),
+            filter: Some(match &self.filter_policy {
+                Some(p) => Filter::Custom(Arc::clone(p)),
+                None => Filter::builtin(),
+            }),
+        }
+    }
+
+    /// The internal-key order over `comparator`.
+    pub fn internal_order(&self) -> InternalOrder {
+        InternalOrder::new(UserOrder::new(self.comparator.as_ref()))
     }
 }
 

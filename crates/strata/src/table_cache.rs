@@ -12,7 +12,8 @@ use crate::cache::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
 use crate::filename;
-use crate::sstable::{BlockReads, Table, TableIter};
+use crate::key::InternalOrder;
+use crate::sstable::{BlockReads, Table, TableFormat, TableIter};
 
 #[derive(Debug, Default)]
 struct Entries {
@@ -31,6 +32,8 @@ pub struct TableCache {
     /// Open tables with [`Env::new_table_reader`] (which may map them), not
     /// [`Env::new_random_access`].
     mapped: bool,
+    /// The database's key order and filter policy.
+    format: TableFormat,
     entries: Mutex<Entries>,
 }
 
@@ -42,6 +45,7 @@ impl TableCache {
         block_cache: Arc<BlockCache>,
         capacity: usize,
         mapped: bool,
+        format: TableFormat,
     ) -> Self {
         TableCache {
             dir: dir.to_path_buf(),
@@ -49,8 +53,14 @@ impl TableCache {
             block_cache,
             capacity: capacity.max(1),
             mapped,
+            format,
             entries: Mutex::default(),
         }
+    }
+
+    /// The order of the tables' keys.
+    pub fn order(&self) -> &InternalOrder {
+        &self.format.order
     }
 
     fn lock(&self) -> MutexGuard<'_, Entries> {
@@ -82,7 +92,7 @@ impl TableCache {
         } else {
             self.env.new_random_access(&path)?
         };
-        let table = Table::open(file, &path.to_string_lossy(), size, true)?
+        let table = Table::open(file, &path.to_string_lossy(), size, &self.format)?
             .with_cache(Arc::clone(&self.block_cache));
         let table = Arc::new(table);
         let mut e = self.lock();

@@ -165,7 +165,7 @@ fn samples() -> &'static Samples {
         let footer = Footer::decode(&footer_bytes).unwrap();
         let file: &dyn strata::env::RandomAccessFile = &plain_table;
         let index_block = format::read_block(file, "t", size, footer.index, true).unwrap();
-        let table = Table::open(Arc::new(plain_table.clone()), "t", size, true).unwrap();
+        let table = Table::open(Arc::new(plain_table.clone()), "t", size, &strata::sstable::TableFormat::leveldb()).unwrap();
         let mut idx = table.index_iter();
         idx.seek_to_first();
         let first = BlockHandle::decode_exact(idx.value()).unwrap();
@@ -270,7 +270,7 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// Reads a whole table forwards and backwards; `Err` on the first error.
 fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)> {
     let size = bytes.len() as u64;
-    let table = Arc::new(Table::open(Arc::new(bytes), "t.ldb", size, true)?);
+    let table = Arc::new(Table::open(Arc::new(bytes), "t.ldb", size, &strata::sstable::TableFormat::leveldb())?);
     let mut it = table.iter(BlockReads {
         verify_checksums: verify,
         fill_cache: true,
@@ -418,7 +418,7 @@ proptest! {
         bounded(ALLOC_LIMIT, || {
             let Ok(block) = Block::new(damaged) else { return };
             let block = Arc::new(block);
-            let mut it = block.iter(InternalOrder);
+            let mut it = block.iter(InternalOrder::default());
             it.seek_to_first();
             let mut steps = 0;
             while it.valid() {
@@ -452,7 +452,7 @@ proptest! {
     #[test]
     fn filter_block(ms in mutations(), probes in proptest::collection::vec((any::<u64>(), proptest::collection::vec(any::<u8>(), 0..20)), 4)) {
         let damaged = apply(&samples().filter_block, &ms);
-        let r = FilterBlockReader::new(damaged);
+        let r = FilterBlockReader::new(damaged, strata::filter::Filter::builtin());
         for (offset, key) in &probes {
             let _ = r.key_may_match(*offset, key);
         }

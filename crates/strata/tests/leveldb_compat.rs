@@ -124,7 +124,7 @@ fn strata_reads_every_file_leveldb_wrote() {
             env.new_random_access(&path).unwrap(),
             &path.to_string_lossy(),
             size,
-            true,
+            &strata::sstable::TableFormat::leveldb(),
         );
         let t = match opened {
             Ok(t) => Arc::new(t),
@@ -184,7 +184,7 @@ fn table_entries(path: &Path) -> (Arc<Table>, Vec<KeyValue>) {
             env.new_random_access(path).unwrap(),
             &path.to_string_lossy(),
             size,
-            true,
+            &strata::sstable::TableFormat::leveldb(),
         )
         .unwrap(),
     );
@@ -204,7 +204,8 @@ fn rebuild(entries: &[(Vec<u8>, Vec<u8>)], compression: Compression) -> Vec<u8> 
         block_size: 4096,
         restart_interval: 16,
         compression,
-        bloom_bits_per_key: Some(10),
+        filter: Some(strata::filter::Filter::Bloom(BloomPolicy::new(10))),
+        order: Default::default(),
     };
     let mut b = TableBuilder::new(Box::new(Vec::new()), options);
     for (k, v) in entries {
@@ -266,7 +267,7 @@ fn snappy_tables_have_leveldbs_layout() {
         let (theirs, entries) = table_entries(&path);
         let ours_bytes = rebuild(&entries, Compression::Snappy);
         let size = ours_bytes.len() as u64;
-        let ours = Table::open(Arc::new(ours_bytes), "ours", size, true).unwrap();
+        let ours = Table::open(Arc::new(ours_bytes), "ours", size, &strata::sstable::TableFormat::leveldb()).unwrap();
         assert_eq!(layout(&ours), layout(&theirs), "{}", path.display());
     }
 }
@@ -303,9 +304,9 @@ fn filter_blocks_match_leveldbs_bytes() {
             Block::new(format::read_block(file.as_ref(), &name, size, footer.index, true).unwrap())
                 .unwrap(),
         );
-        let mut builder = FilterBlockBuilder::new(BloomPolicy::new(10));
-        let table = Table::open(Arc::clone(&file), &name, size, false).unwrap();
-        let mut idx = index.iter(strata::key::InternalOrder);
+        let mut builder = FilterBlockBuilder::new(strata::filter::Filter::Bloom(BloomPolicy::new(10)));
+        let table = Table::open(Arc::clone(&file), &name, size, &Default::default()).unwrap();
+        let mut idx = index.iter(strata::key::InternalOrder::default());
         idx.seek_to_first();
         let mut end_of_blocks = 0;
         while idx.valid() {
@@ -313,7 +314,7 @@ fn filter_blocks_match_leveldbs_bytes() {
             builder.start_block(h.offset);
             end_of_blocks = h.offset + h.size + format::BLOCK_TRAILER_SIZE as u64;
             let block = table.read_block(h, BlockReads::CHECKED_CACHED).unwrap();
-            let mut d = block.iter(strata::key::InternalOrder);
+            let mut d = block.iter(strata::key::InternalOrder::default());
             d.seek_to_first();
             while d.valid() {
                 builder.add_key(key::user_key(d.key()));

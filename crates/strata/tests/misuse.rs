@@ -112,7 +112,9 @@ fn a_wrong_comparator_is_named() {
     let before = snapshot(&env, dir);
     let err = Db::open(dir, options(&env)).unwrap_err();
     match &err {
-        Error::ComparatorMismatch(name) => assert!(name.contains("Reverse"), "{name}"),
+        Error::ComparatorMismatch { database, .. } => {
+            assert!(database.contains("Reverse"), "{database}")
+        }
         other => panic!("{other}"),
     }
     assert_eq!(snapshot(&env, dir), before);

@@ -3,7 +3,7 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::key::{compare_internal_keys, user_key};
+use crate::key::{InternalOrder, user_key};
 use crate::version::{FileMeta, NUM_LEVELS, Version, VersionEdit};
 
 /// One compaction: its inputs and what it needs to know while running.
@@ -32,14 +32,14 @@ fn total_size(files: &[Arc<FileMeta>]) -> u64 {
 }
 
 /// Smallest and largest internal keys over `files`. Requires: `files` is not empty.
-fn key_range(files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
+fn key_range(order: &InternalOrder, files: &[Arc<FileMeta>]) -> (Vec<u8>, Vec<u8>) {
     let mut lo = &files[0].smallest;
     let mut hi = &files[0].largest;
     for f in &files[1..] {
-        if compare_internal_keys(&f.smallest, lo) == Ordering::Less {
+        if order.compare(&f.smallest, lo) == Ordering::Less {
             lo = &f.smallest;
         }
-        if compare_internal_keys(&f.largest, hi) == Ordering::Greater {
+        if order.compare(&f.largest, hi) == Ordering::Greater {
             hi = &f.largest;
         }
     }
@@ -113,7 +113,7 @@ pub fn pick_compaction(
             .iter()
             .find(|f| {
                 pointer.is_empty()
-                    || compare_internal_keys(&f.largest, pointer) == Ordering::Greater
+                    || version.order.compare(&f.largest, pointer) == Ordering::Greater
             })
             .or_else(|| version.levels[level].first())?;
         c.inputs[0].push(Arc::clone(first));
@@ -127,7 +127,7 @@ pub fn pick_compaction(
     };
     if c.level == 0 {
         // Level-0 tables overlap: take every one that overlaps the chosen range.
-        let range = key_range(&c.inputs[0]);
+        let range = key_range(&version.order, &c.inputs[0]);
         let (lo, hi) = user_bounds(&range);
         c.inputs[0] = version.overlapping_inputs(0, lo, hi);
     }
@@ -186,12 +186,12 @@ pub fn in_place_compaction(
     if inputs.is_empty() {
         return None;
     }
-    add_boundary_inputs(&version.levels[level], &mut inputs);
+    add_boundary_inputs(&version.order, &version.levels[level], &mut inputs);
     let mut c = Compaction::new(level - 1, Arc::clone(version), max_file_size);
     c.inputs[1] = inputs;
     c.move_all_blobs = true;
     if level + 1 < NUM_LEVELS {
-        let range = key_range(&c.inputs[1]);
+        let range = key_range(&version.order, &c.inputs[1]);
         let (lo, hi) = user_bounds(&range);
         c.grandparents = version.overlapping_inputs(level + 1, lo, hi);
     }
@@ -201,19 +201,23 @@ pub fn in_place_compaction(
 /// Adds to `inputs` every table of `level_files` that starts with the user key the inputs
 /// end with (P3): a user key's versions can straddle two adjacent tables, and moving the
 /// newer one down a level without the older one would let the older one shadow it.
-fn add_boundary_inputs(level_files: &[Arc<FileMeta>], inputs: &mut Vec<Arc<FileMeta>>) {
+fn add_boundary_inputs(
+    order: &InternalOrder,
+    level_files: &[Arc<FileMeta>],
+    inputs: &mut Vec<Arc<FileMeta>>,
+) {
     if inputs.is_empty() {
         return;
     }
-    let mut largest = key_range(inputs).1;
+    let mut largest = key_range(order, inputs).1;
     loop {
         let next = level_files
             .iter()
             .filter(|f| {
-                compare_internal_keys(&f.smallest, &largest) == Ordering::Greater
+                order.compare(&f.smallest, &largest) == Ordering::Greater
                     && user_key(&f.smallest) == user_key(&largest)
             })
-            .min_by(|a, b| compare_internal_keys(&a.smallest, &b.smallest));
+            .min_by(|a, b| order.compare(&a.smallest, &b.smallest));
         match next {
             Some(f) if !inputs.iter().any(|i| i.number == f.number) => {
                 largest = f.largest.clone();
@@ -229,30 +233,31 @@ fn add_boundary_inputs(level_files: &[Arc<FileMeta>], inputs: &mut Vec<Arc<FileM
 fn setup_other_inputs(c: &mut Compaction) {
     let level = c.level;
     let v = Arc::clone(&c.version);
-    add_boundary_inputs(&v.levels[level], &mut c.inputs[0]);
-    let range = key_range(&c.inputs[0]);
+    let order = &v.order;
+    add_boundary_inputs(order, &v.levels[level], &mut c.inputs[0]);
+    let range = key_range(order, &c.inputs[0]);
     let (lo, hi) = user_bounds(&range);
     c.inputs[1] = v.overlapping_inputs(level + 1, lo, hi);
-    add_boundary_inputs(&v.levels[level + 1], &mut c.inputs[1]);
+    add_boundary_inputs(order, &v.levels[level + 1], &mut c.inputs[1]);
     let mut all: Vec<Arc<FileMeta>> = c.inputs[0]
         .iter()
         .chain(c.inputs[1].iter())
         .cloned()
         .collect();
-    let mut all_range = key_range(&all);
+    let mut all_range = key_range(order, &all);
 
     if !c.inputs[1].is_empty() {
         let (alo, ahi) = user_bounds(&all_range);
         let mut expanded0 = v.overlapping_inputs(level, alo, ahi);
-        add_boundary_inputs(&v.levels[level], &mut expanded0);
+        add_boundary_inputs(order, &v.levels[level], &mut expanded0);
         let limit = 25 * c.max_output_file_size;
         if expanded0.len() > c.inputs[0].len()
             && total_size(&expanded0) + total_size(&c.inputs[1]) < limit
         {
-            let new_range = key_range(&expanded0);
+            let new_range = key_range(order, &expanded0);
             let (nlo, nhi) = user_bounds(&new_range);
             let mut expanded1 = v.overlapping_inputs(level + 1, nlo, nhi);
-            add_boundary_inputs(&v.levels[level + 1], &mut expanded1);
+            add_boundary_inputs(order, &v.levels[level + 1], &mut expanded1);
             if expanded1.len() == c.inputs[1].len() {
                 c.inputs[0] = expanded0;
                 c.inputs[1] = expanded1;
@@ -261,7 +266,7 @@ fn setup_other_inputs(c: &mut Compaction) {
                     .chain(c.inputs[1].iter())
                     .cloned()
                     .collect();
-                all_range = key_range(&all);
+                all_range = key_range(order, &all);
             }
         }
     }
@@ -269,7 +274,7 @@ fn setup_other_inputs(c: &mut Compaction) {
         let (alo, ahi) = user_bounds(&all_range);
         c.grandparents = v.overlapping_inputs(level + 2, alo, ahi);
     }
-    let level_range = key_range(&c.inputs[0]);
+    let level_range = key_range(order, &c.inputs[0]);
     c.edit.compact_pointers.push((level, level_range.1));
 }
 

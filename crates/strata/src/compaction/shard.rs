@@ -14,7 +14,8 @@
 use std::cmp::Ordering;
 
 use super::Compaction;
-use crate::key::{compare_internal_keys, user_key};
+use crate::comparator::UserOrder;
+use crate::key::user_key;
 use crate::version::NUM_LEVELS;
 
 /// One shard of a compaction: its key range and the merge's running state in it.
@@ -28,6 +29,8 @@ pub struct Shard {
     seen_key: bool,
     overlapped_bytes: u64,
     level_ptrs: [usize; NUM_LEVELS],
+    /// The order of user keys.
+    order: UserOrder,
 }
 
 impl Shard {
@@ -38,12 +41,16 @@ impl Shard {
 
     /// True if `user_key` lies past the shard's end.
     pub fn is_past_end(&self, user_key: &[u8]) -> bool {
-        self.hi.as_deref().is_some_and(|hi| user_key > hi)
+        self.hi
+            .as_deref()
+            .is_some_and(|hi| self.order.compare(user_key, hi).is_gt())
     }
 
     /// True if `user_key` lies before the shard's start.
     pub fn is_before_start(&self, user_key: &[u8]) -> bool {
-        self.lo.as_deref().is_some_and(|lo| user_key <= lo)
+        self.lo
+            .as_deref()
+            .is_some_and(|lo| self.order.compare(user_key, lo).is_le())
     }
 
     /// True if no level below the output holds `key`, so a tombstone for it can go (P2).
@@ -53,8 +60,8 @@ impl Shard {
             let files = &c.version.levels[level];
             while let Some(f) = files.get(self.level_ptrs[level]) {
                 let (lo, hi) = f.user_range();
-                if key <= hi {
-                    if key >= lo {
+                if self.order.compare(key, hi).is_le() {
+                    if self.order.compare(key, lo).is_ge() {
                         return false;
                     }
                     break;
@@ -69,7 +76,7 @@ impl Shard {
     /// many grandparent bytes (which would make its own compaction expensive).
     pub fn should_stop_before(&mut self, c: &Compaction, ikey: &[u8]) -> bool {
         while let Some(g) = c.grandparents.get(self.grandparent_index) {
-            if compare_internal_keys(ikey, &g.largest) != Ordering::Greater {
+            if c.version.order.compare(ikey, &g.largest) != Ordering::Greater {
                 break;
             }
             if self.seen_key {
@@ -91,6 +98,7 @@ impl Shard {
 /// smaller than `min_bytes`, or with no sorted input level of two tables or more, is one
 /// shard.
 pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
+    let order = c.version.order.user();
     // The sorted level with the most tables says where the data lies.
     let sorted = c
         .inputs
@@ -101,7 +109,12 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
         .max_by_key(|files| files.len());
     let files = match sorted {
         Some(files) if max > 1 && files.len() >= 2 && c.input_bytes() >= min_bytes => files,
-        _ => return vec![Shard::all()],
+        _ => {
+            return vec![Shard {
+                order: order.clone(),
+                ..Shard::default()
+            }];
+        }
     };
     let total: u64 = files.iter().map(|f| f.size).sum();
     let mut cuts: Vec<Vec<u8>> = Vec::new();
@@ -113,7 +126,10 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
         let next_share = total * (cuts.len() as u64 + 1) / max as u64;
         if cuts.len() + 1 < max && sum >= next_share {
             let cut = user_key(&f.largest).to_vec();
-            if cuts.last().is_none_or(|last| *last < cut) {
+            if cuts
+                .last()
+                .is_none_or(|last| order.compare(last, &cut).is_lt())
+            {
                 cuts.push(cut);
             }
         }
@@ -124,6 +140,7 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
         out.push(Shard {
             lo: lo.take(),
             hi: Some(cut.clone()),
+            order: order.clone(),
             ..Shard::default()
         });
         lo = Some(cut);
@@ -131,6 +148,7 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
     out.push(Shard {
         lo,
         hi: None,
+        order: order.clone(),
         ..Shard::default()
     });
     out

@@ -349,7 +349,7 @@ fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
             )));
         }
     }
-    Ok(MergingIter::new(children))
+    Ok(MergingIter::new(children, db.table_cache.order().clone()))
 }
 
 /// Places `input` on the first entry of `shard` (H2: its user keys above `lo`).

@@ -38,7 +38,7 @@ pub struct DbIterator {
     blobs: Arc<BlobStore>,
     err: Option<Error>,
     /// Keeps the tables the merge reads from being deleted (V3).
-    _version: Arc<Version>,
+    version: Arc<Version>,
     /// Keeps the blob files the memtables' refs lead to (X3).
     _mems: Vec<Arc<MemTable>>,
 }
@@ -72,7 +72,7 @@ impl DbIterator {
             saved_key: Vec::new(),
             saved_value: Vec::new(),
             err: None,
-            _version: version,
+            version,
         }
     }
 
@@ -106,7 +106,7 @@ impl DbIterator {
                         skipping = true;
                     }
                     ValueType::Value | ValueType::BlobRef => {
-                        if !(skipping && user <= self.saved_key.as_slice()) {
+                        if !(skipping && self.version.order.user().compare(user, &self.saved_key).is_le()) {
                             self.valid = true;
                             self.saved_key.clear();
                             self.blob_shown = false;
@@ -140,7 +140,9 @@ impl DbIterator {
             let Some(entry) = self.visible() else { return };
             if let Some((ty, _)) = entry {
                 let user = key::user_key(self.inner.key());
-                if value_type != ValueType::Deletion && user < self.saved_key.as_slice() {
+                if value_type != ValueType::Deletion
+                    && self.version.order.user().compare(user, &self.saved_key).is_lt()
+                {
                     break; // the previous key's newest visible entry is found
                 }
                 value_type = ty;
@@ -265,7 +267,13 @@ impl DbIterator {
                     self.saved_value.clear();
                     return;
                 }
-                if key::user_key(self.inner.key()) < self.saved_key.as_slice() {
+                if self
+                    .version
+                    .order
+                    .user()
+                    .compare(key::user_key(self.inner.key()), &self.saved_key)
+                    .is_lt()
+                {
                     break;
                 }
             }
@@ -371,15 +379,16 @@ impl Range {
     }
 
     fn in_range(&self, k: &[u8]) -> bool {
+        let order = self.cursor.version.order.user();
         let above_lower = match &self.lower {
             Bound::Unbounded => true,
-            Bound::Included(l) => k >= l.as_slice(),
-            Bound::Excluded(l) => k > l.as_slice(),
+            Bound::Included(l) => order.compare(k, l).is_ge(),
+            Bound::Excluded(l) => order.compare(k, l).is_gt(),
         };
         let below_upper = match &self.upper {
             Bound::Unbounded => true,
-            Bound::Included(u) => k <= u.as_slice(),
-            Bound::Excluded(u) => k < u.as_slice(),
+            Bound::Included(u) => order.compare(k, u).is_le(),
+            Bound::Excluded(u) => order.compare(k, u).is_lt(),
         };
         above_lower && below_upper
     }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use crate::error::{Error, Result};
 use crate::iter::{Cursor, Parts, TwoLevel};
-use crate::key::compare_internal_keys;
+use crate::key::InternalOrder;
 use crate::sstable::{BlockReads, TableIter};
 use crate::table_cache::TableCache;
 use crate::version::FileMeta;
@@ -29,6 +29,7 @@ impl TwoLevel<Files, LevelParts> {
                 files,
                 at: usize::MAX,
                 value: [0; 16],
+                order: table_cache.order().clone(),
             },
             LevelParts { table_cache, reads },
         )
@@ -43,6 +44,7 @@ pub struct Files {
     /// The current table; `usize::MAX` (or past the end) when not valid.
     at: usize,
     value: [u8; 16],
+    order: InternalOrder,
 }
 
 impl Files {
@@ -68,7 +70,7 @@ impl Cursor for Files {
     fn seek(&mut self, target: &[u8]) {
         let at = self
             .files
-            .partition_point(|f| compare_internal_keys(&f.largest, target) == Ordering::Less);
+            .partition_point(|f| self.order.compare(&f.largest, target) == Ordering::Less);
         self.go(at);
     }
     fn next(&mut self) {

@@ -205,7 +205,11 @@ impl std::fmt::Debug for Db {
 
 /// An empty memtable for `options`: its write buffer, cut into runs as they ask.
 fn memtable_for(options: &Options) -> MemTable {
-    MemTable::for_write_buffer(options.write_buffer_size, options.memtable_run_size)
+    MemTable::for_write_buffer(
+        options.write_buffer_size,
+        options.memtable_run_size,
+        options.internal_order(),
+    )
 }
 
 impl DbInner {
@@ -533,7 +537,7 @@ impl Db {
             )));
         }
         DbIterator::new(
-            MergingIter::new(children),
+            MergingIter::new(children, inner.table_cache.order().clone()),
             seqnum,
             version,
             mems,

@@ -90,14 +90,14 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 dir.display()
             )));
         }
-        VersionSet::create_new_db(dir, env.as_ref())?;
+        VersionSet::create_new_db(dir, env.as_ref(), options.internal_order().user().name())?;
     } else if options.error_if_exists {
         return Err(Error::AlreadyExists(format!(
             "{} (error_if_exists is true)",
             dir.display()
         )));
     }
-    let mut versions = VersionSet::new(dir, Arc::clone(&env));
+    let mut versions = VersionSet::new(dir, Arc::clone(&env)).with_order(options.internal_order());
     versions.recover()?;
     check_tables_exist(env.as_ref(), dir, &versions)?;
     if !versions.recovery_notes.is_empty()
@@ -134,6 +134,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         block_cache,
         options.max_open_files.saturating_sub(10).max(10),
         options.mmap_reads,
+        options.table_format(),
     ));
     let db = DbInner {
         dir: dir.to_path_buf(),

@@ -16,7 +16,7 @@ use crate::key::ParsedInternalKey;
 use crate::log::{Checksums, LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::Options;
-use crate::sstable::{BlockReads, Table};
+use crate::sstable::{BlockReads, Table, TableFormat};
 use crate::version::{FileMetaData, VersionEdit};
 
 /// Deletes a database's files and then its directory, if empty.
@@ -44,14 +44,17 @@ pub(super) fn destroy(dir: &Path, options: &Options) -> Result<()> {
 }
 
 /// Scans a table: its key range and largest seqnum, or an error if any of it is unreadable.
-fn scan_table(env: &dyn Env, path: &Path) -> Result<(FileMetaData, u64)> {
+fn scan_table(env: &dyn Env, path: &Path, format: &TableFormat) -> Result<(FileMetaData, u64)> {
     let size = env.file_size(path)?;
     let name = path.to_string_lossy().into_owned();
     let table = Arc::new(Table::open(
         env.new_random_access(path)?,
         &name,
         size,
-        false,
+        &TableFormat {
+            filter: None,
+            ..format.clone()
+        },
     )?);
     let mut it = table.iter(BlockReads::SCAN_ONCE);
     it.seek_to_first();
@@ -125,6 +128,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     };
     let mut next_number = max_number + 1;
     let table_options = options.table_options();
+    let format = options.table_format();
     let write_table = |number: u64,
                        it: &mut dyn Cursor,
                        keep: &mut dyn FnMut(&[u8], &[u8]) -> bool,
@@ -133,7 +137,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         build_table(
             env.as_ref(),
             &path,
-            table_options,
+            table_options.clone(),
             number,
             it,
             keep,
@@ -142,7 +146,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     };
     // Logs: salvage every readable record into a table.
     for &n in &logs {
-        let mem = Arc::new(MemTable::new());
+        let mem = Arc::new(MemTable::with_order(format.order.clone()));
         if let Ok(file) = env.new_sequential(&filename::log(dir, n)) {
             let mut reader = LogReader::new(file, Checksums::Verify);
             let mut record = Vec::new();
@@ -168,7 +172,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         if !env.exists(&path) {
             path = filename::sst_table(dir, n);
         }
-        match scan_table(env.as_ref(), &path) {
+        match scan_table(env.as_ref(), &path, &format) {
             Ok((meta, seq)) if !meta.smallest.is_empty() => {
                 max_seq = max_seq.max(seq);
                 let size = meta.size;
@@ -176,7 +180,10 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
                     env.new_random_access(&path)?,
                     &path.to_string_lossy(),
                     size,
-                    false,
+                    &TableFormat {
+                        filter: None,
+                        ..format.clone()
+                    },
                 )?;
                 readable.push(Arc::new(table));
             }
@@ -192,7 +199,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         .iter()
         .map(|t| Box::new(t.iter(BlockReads::SCAN_ONCE)) as crate::iter::BoxCursor)
         .collect();
-    let mut merged = crate::iter::MergingIter::new(children);
+    let mut merged = crate::iter::MergingIter::new(children, format.order.clone());
     merged.seek_to_first();
     let mut last_user: Option<Vec<u8>> = None;
     // Refs kept per blob file: the repaired manifest names each with its exact count.
@@ -220,7 +227,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         }
     };
     let mut edit = VersionEdit {
-        comparator: Some(crate::key::BYTEWISE_COMPARATOR.to_string()),
+        comparator: Some(format.order.user().name().to_string()),
         log_number: Some(0),
         prev_log_number: Some(0),
         ..Default::default()

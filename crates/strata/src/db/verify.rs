@@ -18,7 +18,7 @@ use super::DbInner;
 use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
 use crate::iter::Cursor;
-use crate::key::{self, compare_internal_keys};
+use crate::key;
 use crate::log::{Checksums, LogReader};
 use crate::sstable::BlockReads;
 use crate::version::NUM_LEVELS;
@@ -58,6 +58,7 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
     };
     let mut value = Vec::new();
     let mut report = VerifyReport::default();
+    let order = &version.order;
     for (level, files) in version.levels.iter().enumerate() {
         for (i, f) in files.iter().enumerate() {
             let path = filename::table(&db.dir, f.number);
@@ -74,7 +75,7 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
             }
             if level > 0
                 && i > 0
-                && compare_internal_keys(&files[i - 1].largest, &f.smallest) != Ordering::Less
+                && order.compare(&files[i - 1].largest, &f.smallest) != Ordering::Less
             {
                 return Err(Error::corruption(
                     &name,
@@ -100,11 +101,11 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
                     ));
                 }
                 if let Some(p) = &prev
-                    && compare_internal_keys(p, k) != Ordering::Less
+                    && order.compare(p, k) != Ordering::Less
                 {
                     return Err(Error::corruption(&name, 0, "entries out of order"));
                 }
-                if prev.is_none() && compare_internal_keys(k, &f.smallest) != Ordering::Equal {
+                if prev.is_none() && order.compare(k, &f.smallest) != Ordering::Equal {
                     return Err(Error::corruption(
                         &name,
                         0,
@@ -122,7 +123,7 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
             }
             it.status()?;
             match &prev {
-                Some(last) if compare_internal_keys(last, &f.largest) == Ordering::Equal => {}
+                Some(last) if order.compare(last, &f.largest) == Ordering::Equal => {}
                 _ => {
                     return Err(Error::corruption(
                         &name,

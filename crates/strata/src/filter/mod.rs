@@ -68,6 +68,11 @@ impl fmt::Debug for Filter {
 }
 
 impl Filter {
+    /// LevelDB's Bloom filter, for reading (the bits per key are in each filter).
+    pub fn builtin() -> Self {
+        Filter::Bloom(BloomPolicy::new(10))
+    }
+
     /// The name in the metaindex key (`filter.` + this).
     pub fn name(&self) -> &str {
         match self {

@@ -189,7 +189,7 @@ mod tests {
                     builder.add(k, v).unwrap();
                 }
                 let (file, size) = builder.finish().unwrap();
-                let table = Arc::new(Table::open(Arc::new(*file), "t", size, true).unwrap());
+                let table = Arc::new(Table::open(Arc::new(*file), "t", size, &crate::sstable::TableFormat::leveldb()).unwrap());
                 let mut it = table.iter(crate::sstable::BlockReads::SCAN_ONCE);
                 check(&mut it, &model, compare_internal_keys, seed, 3_000);
             }
@@ -204,7 +204,7 @@ mod tests {
                 let mem = if runs == 0 {
                     MemTable::new()
                 } else {
-                    MemTable::for_write_buffer(64 << 10, runs)
+                    MemTable::for_write_buffer(64 << 10, runs, InternalOrder::default())
                 };
                 for (i, (k, v)) in entries.iter().enumerate() {
                     mem.add(i as u64 + 1, ValueType::Value, k, v);
@@ -227,9 +227,9 @@ mod tests {
                 }
                 let cursors: Vec<BoxCursor> = parts
                     .iter()
-                    .map(|p| Box::new(block_of(p, 3).iter(InternalOrder)) as BoxCursor)
+                    .map(|p| Box::new(block_of(p, 3).iter(InternalOrder::default())) as BoxCursor)
                     .collect();
-                let mut merged = MergingIter::new(cursors);
+                let mut merged = MergingIter::new(cursors, InternalOrder::default());
                 check(&mut merged, &model, compare_internal_keys, seed, 3_000);
             }
         }
@@ -272,6 +272,7 @@ mod tests {
                 crate::cache::BlockCache::new(64 << 10),
                 4,
                 false,
+                crate::sstable::TableFormat::leveldb(),
             ));
             let mut it = crate::db::LevelIter::over_level(
                 files,

@@ -11,7 +11,7 @@ use std::cmp::Ordering;
 
 use super::{BoxCursor, Cursor};
 use crate::error::{Error, Result};
-use crate::key::compare_internal_keys;
+use crate::key::InternalOrder;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -25,6 +25,7 @@ pub struct MergingIter {
     current: Option<usize>,
     direction: Direction,
     err: Option<Error>,
+    order: InternalOrder,
 }
 
 impl std::fmt::Debug for MergingIter {
@@ -37,13 +38,14 @@ impl std::fmt::Debug for MergingIter {
 }
 
 impl MergingIter {
-    /// A merge of `children`.
-    pub fn new(children: Vec<BoxCursor>) -> Self {
+    /// A merge of `children`, whose keys are in `order`.
+    pub fn new(children: Vec<BoxCursor>, order: InternalOrder) -> Self {
         MergingIter {
             children,
             current: None,
             direction: Direction::Forward,
             err: None,
+            order,
         }
     }
 
@@ -71,7 +73,7 @@ impl MergingIter {
                 continue;
             }
             best = match best {
-                Some(b) if compare_internal_keys(c.key(), self.children[b].key()) != want => {
+                Some(b) if self.order.compare(c.key(), self.children[b].key()) != want => {
                     Some(b)
                 }
                 _ => Some(i),
@@ -129,7 +131,7 @@ impl Cursor for MergingIter {
             for (i, c) in self.children.iter_mut().enumerate() {
                 if i != cur {
                     c.seek(&key);
-                    if c.valid() && compare_internal_keys(&key, c.key()) == Ordering::Equal {
+                    if c.valid() && self.order.compare(&key, c.key()) == Ordering::Equal {
                         c.next();
                     }
                 }
@@ -196,6 +198,7 @@ impl Cursor for MergingIter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::compare_internal_keys;
     use crate::key::{ValueType, make_internal_key, user_key};
     use crate::memtable::MemTable;
     use std::sync::Arc;
@@ -225,7 +228,9 @@ mod tests {
             mem(&[("b", 2), ("e", 5)]),
             mem(&[]),
             mem(&[("c", 3), ("f", 6)]),
-        ]);
+            ],
+            InternalOrder::default(),
+        );
         assert_eq!(keys_forward(&mut it), ["a", "b", "c", "d", "e", "f", "g"]);
         it.seek(&make_internal_key(b"d", 100, ValueType::Value));
         assert_eq!(user_key(it.key()), b"d");
@@ -280,7 +285,7 @@ mod tests {
         ];
         let want: Vec<(String, u64)> = want.iter().map(|(k, s)| (k.to_string(), *s)).collect();
 
-        let mut it = MergingIter::new(children());
+        let mut it = MergingIter::new(children(), InternalOrder::default());
         let mut forward = Vec::new();
         it.seek_to_first();
         while it.valid() {
@@ -289,7 +294,7 @@ mod tests {
         }
         assert_eq!(forward, want);
 
-        let mut it = MergingIter::new(children());
+        let mut it = MergingIter::new(children(), InternalOrder::default());
         let mut backward = Vec::new();
         it.seek_to_last();
         while it.valid() {
@@ -301,7 +306,7 @@ mod tests {
 
         // Seeking k at seqnum 6 lands on k#5; stepping both ways from inside the run of
         // equal user keys visits the neighbours in order.
-        let mut it = MergingIter::new(children());
+        let mut it = MergingIter::new(children(), InternalOrder::default());
         it.seek(&make_internal_key(b"k", 6, ValueType::Value));
         assert_eq!(entries(&it), want[2]);
         it.prev();
@@ -351,7 +356,7 @@ mod tests {
                 children.push(Box::new(m.iter()));
             }
             all.sort_by(|a, b| compare_internal_keys(a, b));
-            let mut it = MergingIter::new(children);
+            let mut it = MergingIter::new(children, InternalOrder::default());
             // `at`: the model's position; None is "not valid".
             let mut at: Option<usize> = None;
             for step in 0..300 {

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::error::Result;
 use crate::iter::{BoxCursor, Cursor, MergingIter};
-use crate::key::{SeqNum, ValueType, pack_tag};
+use crate::key::{InternalOrder, SeqNum, ValueType, pack_tag};
 use run_filter::{KeyHash, RunFilter};
 use skiplist::SkipList;
 
@@ -64,9 +64,9 @@ struct Run {
 }
 
 impl Run {
-    fn new(filter_bytes: Option<usize>) -> Self {
+    fn new(filter_bytes: Option<usize>, order: &InternalOrder) -> Self {
         Run {
-            list: Arc::new(SkipList::new()),
+            list: Arc::new(SkipList::with_order(order.user().clone())),
             filter: filter_bytes.map(|b| Arc::new(RunFilter::new(b))),
         }
     }
@@ -88,6 +88,7 @@ pub struct MemTable {
     runs: Mutex<Arc<Vec<Run>>>,
     /// Bytes at which the newest run is frozen; `None`: one run.
     run_bytes: Option<usize>,
+    order: InternalOrder,
 }
 
 impl Default for MemTable {
@@ -97,25 +98,32 @@ impl Default for MemTable {
 }
 
 impl MemTable {
-    /// An empty memtable of one run.
+    /// An empty memtable of one run, bytewise.
     pub fn new() -> Self {
+        Self::with_order(InternalOrder::default())
+    }
+
+    /// An empty memtable of one run, in `order`.
+    pub fn with_order(order: InternalOrder) -> Self {
         MemTable {
-            runs: Mutex::new(Arc::new(vec![Run::new(None)])),
+            runs: Mutex::new(Arc::new(vec![Run::new(None, &order)])),
             run_bytes: None,
+            order,
         }
     }
 
     /// An empty memtable for a write buffer of `write_buffer_size` bytes: cut into runs of
     /// at least `min_run` bytes (and at most [`MAX_RUNS`] runs) when it is larger than
     /// that; `min_run == 0` keeps one run.
-    pub fn for_write_buffer(write_buffer_size: usize, min_run: usize) -> Self {
+    pub fn for_write_buffer(write_buffer_size: usize, min_run: usize, order: InternalOrder) -> Self {
         let run = min_run.max(write_buffer_size.div_ceil(MAX_RUNS));
         if min_run == 0 || run >= write_buffer_size {
-            return Self::new();
+            return Self::with_order(order);
         }
         MemTable {
-            runs: Mutex::new(Arc::new(vec![Run::new(Some(run))])),
+            runs: Mutex::new(Arc::new(vec![Run::new(Some(run), &order)])),
             run_bytes: Some(run),
+            order,
         }
     }
 
@@ -144,7 +152,7 @@ impl MemTable {
                 .is_some_and(|r| r.list.memory_usage() >= limit && !r.list.is_empty())
         {
             let mut next = Vec::clone(runs);
-            next.push(Run::new(Some(limit)));
+            next.push(Run::new(Some(limit), &self.order));
             *runs = Arc::new(next);
         }
         if let Some(run) = runs.last() {
@@ -224,7 +232,7 @@ impl MemTable {
             .iter()
             .map(|r| Box::new(r.cursor()) as BoxCursor)
             .collect();
-        MemTableIter(Inner::Many(MergingIter::new(children)))
+        MemTableIter(Inner::Many(MergingIter::new(children, self.order.clone())))
     }
 }
 
@@ -362,7 +370,7 @@ mod tests {
     #[test]
     fn runs_answer_as_one_sorted_table() {
         use std::collections::BTreeMap;
-        let m = MemTable::for_write_buffer(64 << 10, 2 << 10);
+        let m = MemTable::for_write_buffer(64 << 10, 2 << 10, InternalOrder::default());
         assert_eq!(m.runs_count(), 1);
         // Model: (user key, seqnum) -> Some(value) or None (a deletion).
         let mut model: BTreeMap<(Vec<u8>, u64), Option<Vec<u8>>> = BTreeMap::new();
@@ -430,8 +438,8 @@ mod tests {
     #[test]
     fn a_small_write_buffer_or_run_size_zero_is_one_run() {
         for m in [
-            MemTable::for_write_buffer(4 << 20, MIN_RUN_BYTES),
-            MemTable::for_write_buffer(64 << 20, 0),
+            MemTable::for_write_buffer(4 << 20, MIN_RUN_BYTES, InternalOrder::default()),
+            MemTable::for_write_buffer(64 << 20, 0, InternalOrder::default()),
         ] {
             for i in 0..20_000u64 {
                 m.add(i + 1, ValueType::Value, &i.to_be_bytes(), &[0; 100]);
@@ -439,7 +447,7 @@ mod tests {
             assert_eq!(m.runs_count(), 1);
         }
         // A large one: runs of at least the minimum, at most MAX_RUNS of them.
-        let m = MemTable::for_write_buffer(1 << 30, MIN_RUN_BYTES);
+        let m = MemTable::for_write_buffer(1 << 30, MIN_RUN_BYTES, InternalOrder::default());
         assert_eq!(m.run_bytes, Some((1 << 30) / MAX_RUNS));
     }
 

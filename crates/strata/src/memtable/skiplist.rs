@@ -37,7 +37,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::coding::compare_bytes;
+use crate::comparator::UserOrder;
 use crate::key;
 
 /// Tallest tower a node can have: 4^12 = 16 M entries before search slows down.
@@ -133,9 +133,10 @@ impl<'k> Target<'k> {
         }
     }
 
-    /// How `ikey` (a node's key) orders against the target.
-    fn node_cmp(&self, ikey: &[u8]) -> CmpOrdering {
-        match compare_bytes(key::user_key(ikey), self.user_key) {
+    /// How `ikey` (a node's key) orders against the target in `order`.
+    #[inline]
+    fn node_cmp(&self, order: &UserOrder, ikey: &[u8]) -> CmpOrdering {
+        match order.compare(key::user_key(ikey), self.user_key) {
             CmpOrdering::Equal => self.tag.cmp(&key::tag(ikey)),
             ord => ord,
         }
@@ -220,6 +221,8 @@ struct WriterState {
 
 /// A sorted set of (internal key, value) entries; one inserter, any number of readers.
 pub struct SkipList {
+    /// The order of user keys (ties broken by tag, newest first: K2).
+    order: UserOrder,
     head: NonNull<Node>,
     /// Tallest tower in the list (readers may see a stale value: harmless).
     max_height: AtomicUsize,
@@ -254,8 +257,13 @@ impl Default for SkipList {
 }
 
 impl SkipList {
-    /// An empty list (one block holding the head).
+    /// An empty list of bytewise user keys.
     pub fn new() -> Self {
+        Self::with_order(UserOrder::Bytewise)
+    }
+
+    /// An empty list (one block holding the head) ordering user keys by `order`.
+    pub fn with_order(order: UserOrder) -> Self {
         let mut arena = Arena::new();
         let size = node_size(MAX_HEIGHT, 0, 0);
         let (p, charged) = arena.allocate(size);
@@ -264,6 +272,7 @@ impl SkipList {
         // null forward pointers are written into it before anyone can read it.
         unsafe { init_node(head.as_ptr(), MAX_HEIGHT, None, &[]) };
         SkipList {
+            order,
             head,
             max_height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
@@ -305,7 +314,7 @@ impl SkipList {
         // before it too, so the search may start from them (fillseq's common case).
         let sequential = !w.last.is_null()
             // SAFETY: `last` is a published node of this list (S1).
-            && target.node_cmp(unsafe { Node::key(w.last) }) == CmpOrdering::Less;
+            && target.node_cmp(&self.order, unsafe { Node::key(w.last) }) == CmpOrdering::Less;
         let mut prev = [head; MAX_HEIGHT];
         let height_now = self.max_height.load(Ordering::Relaxed);
         let mut x = head;
@@ -313,7 +322,7 @@ impl SkipList {
             if sequential {
                 let hint = w.splice[level];
                 // SAFETY: splice entries are the head or published nodes (S1).
-                if hint != head && (x == head || unsafe { key_lt(x, hint) }) {
+                if hint != head && (x == head || unsafe { key_lt(&self.order, x, hint) }) {
                     x = hint;
                 }
             }
@@ -325,7 +334,7 @@ impl SkipList {
         // SAFETY: `prev[0]` is the head or a published node (S1).
         let at = unsafe { Node::next(prev[0], 0).load(Ordering::Acquire) };
         // SAFETY: a non-null forward pointer is a published node (S3).
-        if !at.is_null() && target.node_cmp(unsafe { Node::key(at) }) == CmpOrdering::Equal {
+        if !at.is_null() && target.node_cmp(&self.order, unsafe { Node::key(at) }) == CmpOrdering::Equal {
             return;
         }
 
@@ -374,7 +383,7 @@ impl SkipList {
             // (it was reached at `level` or above).
             let next = unsafe { Node::next(x, level).load(Ordering::Acquire) };
             // SAFETY: a non-null forward pointer is a published node (S3).
-            if !next.is_null() && target.node_cmp(unsafe { Node::key(next) }) == CmpOrdering::Less {
+            if !next.is_null() && target.node_cmp(&self.order, unsafe { Node::key(next) }) == CmpOrdering::Less {
                 x = next;
             } else {
                 return (x, next);
@@ -434,10 +443,10 @@ impl SkipList {
 ///
 /// # Safety
 /// Both are published nodes (S1, S3).
-unsafe fn key_lt(a: *const Node, b: *const Node) -> bool {
+unsafe fn key_lt(order: &UserOrder, a: *const Node, b: *const Node) -> bool {
     // SAFETY: the caller's guarantee.
     let (ka, kb) = unsafe { (Node::key(a), Node::key(b)) };
-    Target::of_internal_key(kb).node_cmp(ka) == CmpOrdering::Less
+    Target::of_internal_key(kb).node_cmp(order, ka) == CmpOrdering::Less
 }
 
 /// Writes a node: header, `height` null forward pointers, `user_key | tag` (none for the

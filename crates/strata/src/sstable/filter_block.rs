@@ -9,7 +9,7 @@
 //! filter, which matches nothing. The keys are user keys (tags stripped).
 
 use crate::coding::{decode_fixed32, put_fixed32};
-use crate::filter::BloomPolicy;
+use crate::filter::Filter;
 
 /// log2 of the window size: 2 KiB.
 pub const FILTER_BASE_LG: u8 = 11;
@@ -17,7 +17,7 @@ pub const FILTER_BASE_LG: u8 = 11;
 /// Builds a table's filter block as data blocks are written.
 #[derive(Debug)]
 pub struct FilterBlockBuilder {
-    policy: BloomPolicy,
+    policy: Filter,
     /// Keys of the current window, flattened, with their start offsets.
     keys: Vec<u8>,
     starts: Vec<usize>,
@@ -27,7 +27,7 @@ pub struct FilterBlockBuilder {
 
 impl FilterBlockBuilder {
     /// A builder for `policy`.
-    pub fn new(policy: BloomPolicy) -> Self {
+    pub fn new(policy: Filter) -> Self {
         FilterBlockBuilder {
             policy,
             keys: Vec::new(),
@@ -78,8 +78,7 @@ impl FilterBlockBuilder {
             .copied()
             .chain(std::iter::once(keys.len()));
         let slices: Vec<&[u8]> = starts.iter().zip(ends).map(|(&s, e)| &keys[s..e]).collect();
-        self.policy
-            .create_filter(slices.into_iter(), &mut self.result);
+        self.policy.create_filter(&slices, &mut self.result);
         self.keys.clear();
         self.starts.clear();
     }
@@ -92,6 +91,7 @@ impl FilterBlockBuilder {
 /// been verified when it was read.
 #[derive(Debug, Clone)]
 pub struct FilterBlockReader {
+    policy: Filter,
     data: Vec<u8>,
     /// Offset of the offset array; 0 with `num == 0` when absent.
     offsets: usize,
@@ -101,9 +101,10 @@ pub struct FilterBlockReader {
 
 impl FilterBlockReader {
     /// Parses a filter block.
-    pub fn new(data: Vec<u8>) -> Self {
+    pub fn new(data: Vec<u8>, policy: Filter) -> Self {
         let n = data.len();
         let absent = FilterBlockReader {
+            policy: policy.clone(),
             data: Vec::new(),
             offsets: 0,
             num: 0,
@@ -118,6 +119,7 @@ impl FilterBlockReader {
             return absent;
         }
         FilterBlockReader {
+            policy,
             num: (n - 5 - array) / 4,
             offsets: array,
             base_lg,
@@ -135,7 +137,7 @@ impl FilterBlockReader {
         let start = decode_fixed32(&self.data[at..]).unwrap_or(0) as usize;
         let limit = decode_fixed32(&self.data[at + 4..]).unwrap_or(0) as usize;
         if start <= limit && limit <= self.offsets {
-            BloomPolicy::key_may_match(user_key, &self.data[start..limit])
+            self.policy.key_may_match(user_key, &self.data[start..limit])
         } else {
             true
         }
@@ -145,19 +147,20 @@ impl FilterBlockReader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::BloomPolicy;
 
     #[test]
     fn empty_builder_golden() {
-        let mut b = FilterBlockBuilder::new(BloomPolicy::new(10));
+        let mut b = FilterBlockBuilder::new(Filter::Bloom(BloomPolicy::new(10)));
         assert_eq!(b.finish(), &[0, 0, 0, 0, 11]);
-        let r = FilterBlockReader::new(vec![0, 0, 0, 0, 11]);
+        let r = FilterBlockReader::new(vec![0, 0, 0, 0, 11], Filter::builtin());
         assert!(r.key_may_match(0, b"foo"));
         assert!(r.key_may_match(100_000, b"foo"));
     }
 
     #[test]
     fn windows_of_blocks() {
-        let mut b = FilterBlockBuilder::new(BloomPolicy::new(10));
+        let mut b = FilterBlockBuilder::new(Filter::Bloom(BloomPolicy::new(10)));
         b.start_block(0);
         b.add_key(b"foo");
         b.add_key(b"bar");
@@ -167,7 +170,7 @@ mod tests {
         b.add_key(b"hello");
         b.start_block(9000); // window 4; 2 and 3 are empty
         b.add_key(b"last");
-        let r = FilterBlockReader::new(b.finish().to_vec());
+        let r = FilterBlockReader::new(b.finish().to_vec(), Filter::builtin());
         for (off, k) in [
             (0, "foo"),
             (2000, "bar"),
@@ -194,7 +197,7 @@ mod tests {
             vec![9, 0, 0, 0, 11],
             vec![0, 0, 0, 0, 200],
         ] {
-            let r = FilterBlockReader::new(data);
+            let r = FilterBlockReader::new(data, Filter::builtin());
             assert!(r.key_may_match(0, b"k"));
         }
     }

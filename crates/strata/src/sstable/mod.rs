@@ -28,5 +28,5 @@ pub use block::{Block, BlockIter, BlockSlice};
 pub use block_builder::BlockBuilder;
 pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
 pub use format::{BlockHandle, Compression, Footer};
-pub use table::{BlockReads, Table, TableIter};
+pub use table::{BlockReads, Table, TableFormat, TableIter};
 pub use table_builder::{TableBuilder, TableOptions};

@@ -12,7 +12,7 @@ use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
 use crate::cache::BlockCache;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
-use crate::filter::BLOOM_POLICY_NAME;
+use crate::filter::Filter;
 use crate::iter::{Cursor, Parts, TwoLevel};
 use crate::key::{self, Bytewise, InternalOrder};
 
@@ -51,6 +51,27 @@ impl BlockReads {
     };
 }
 
+/// What a reader must know of a table that its file does not say: the key order it was
+/// written in and the filter policy to read its filter block with (F1).
+#[derive(Debug, Clone, Default)]
+pub struct TableFormat {
+    /// The order of its keys.
+    pub order: InternalOrder,
+    /// The policy whose filter block (`filter.<name>`) is read; `None`: none is read.
+    pub filter: Option<Filter>,
+}
+
+impl TableFormat {
+    /// Bytewise keys, LevelDB's Bloom filters read when present: every table LevelDB or
+    /// Strata writes with default options.
+    pub fn leveldb() -> Self {
+        TableFormat {
+            order: InternalOrder::default(),
+            filter: Some(Filter::builtin()),
+        }
+    }
+}
+
 /// An open, immutable table.
 pub struct Table {
     file: Arc<dyn RandomAccessFile>,
@@ -58,6 +79,7 @@ pub struct Table {
     size: u64,
     index: Arc<Block>,
     filter: Option<FilterBlockReader>,
+    order: InternalOrder,
     metaindex: BlockHandle,
     /// The shared block cache and this table's id in it.
     cache: Option<(Arc<BlockCache>, u64)>,
@@ -74,14 +96,13 @@ impl std::fmt::Debug for Table {
 }
 
 impl Table {
-    /// Opens the table in `file` (of `size` bytes; `name` is used in errors). Checksums of
-    /// the index and filter blocks are always verified. With `use_filter` off the filter
-    /// block is not read.
+    /// Opens the table in `file` (of `size` bytes; `name` is used in errors), written in
+    /// `format`. Checksums of the index and filter blocks are always verified.
     pub fn open(
         file: Arc<dyn RandomAccessFile>,
         name: &str,
         size: u64,
-        use_filter: bool,
+        format: &TableFormat,
     ) -> Result<Table> {
         if size < FOOTER_SIZE as u64 {
             return Err(Error::corruption(
@@ -106,16 +127,17 @@ impl Table {
             size,
             index,
             filter: None,
+            order: format.order.clone(),
             metaindex: footer.metaindex,
             cache: None,
         };
-        if use_filter {
-            table.filter = table.read_filter()?;
+        if let Some(policy) = &format.filter {
+            table.filter = table.read_filter(policy)?;
         }
         Ok(table)
     }
 
-    fn read_filter(&self) -> Result<Option<FilterBlockReader>> {
+    fn read_filter(&self, policy: &Filter) -> Result<Option<FilterBlockReader>> {
         let meta_bytes = format::read_block(
             self.file.as_ref(),
             &self.name,
@@ -127,7 +149,7 @@ impl Table {
             Block::new(meta_bytes).map_err(|e| e.located(&self.name, self.metaindex.offset))?,
         );
         let mut it = meta.iter(Bytewise);
-        let wanted = format!("filter.{BLOOM_POLICY_NAME}");
+        let wanted = policy.meta_key();
         it.seek(wanted.as_bytes());
         it.status()
             .map_err(|e| e.located(&self.name, self.metaindex.offset))?;
@@ -137,7 +159,7 @@ impl Table {
         let handle = BlockHandle::decode_exact(it.value())
             .map_err(|e| e.located(&self.name, self.metaindex.offset))?;
         let data = format::read_block(self.file.as_ref(), &self.name, self.size, handle, true)?;
-        Ok(Some(FilterBlockReader::new(data)))
+        Ok(Some(FilterBlockReader::new(data, policy.clone())))
     }
 
     /// Serves data blocks through `cache` (the table gets a fresh id in it).
@@ -164,7 +186,7 @@ impl Table {
 
     /// A cursor over the index block: one entry per data block, the value its handle.
     pub fn index_iter(&self) -> BlockIter<InternalOrder> {
-        self.index.iter(InternalOrder)
+        self.index.iter(self.order.clone())
     }
 
     /// The data block at `handle`: from the block cache when it is there, otherwise read,
@@ -227,7 +249,7 @@ impl Table {
         reads: BlockReads,
         take: impl FnOnce(&BlockIter<InternalOrder>) -> T,
     ) -> Result<Option<T>> {
-        let mut index = self.index.iter(InternalOrder);
+        let mut index = self.index.iter(self.order.clone());
         index.seek(ikey);
         index.status().map_err(|e| e.located(&self.name, 0))?;
         if !index.valid() {
@@ -241,7 +263,7 @@ impl Table {
             return Ok(None);
         }
         let block = self.read_block(handle, reads)?;
-        let mut it = block.iter(InternalOrder);
+        let mut it = block.iter(self.order.clone());
         it.seek(ikey);
         it.status()
             .map_err(|e| e.located(&self.name, handle.offset))?;
@@ -250,7 +272,7 @@ impl Table {
 
     /// Approximate file offset where the data for `ikey` would start.
     pub fn approximate_offset_of(&self, ikey: &[u8]) -> u64 {
-        let mut index = self.index.iter(InternalOrder);
+        let mut index = self.index.iter(self.order.clone());
         index.seek(ikey);
         if index.valid()
             && let Ok(h) = BlockHandle::decode_exact(index.value())
@@ -263,7 +285,7 @@ impl Table {
     /// A cursor over every entry.
     pub fn iter(self: &Arc<Self>, reads: BlockReads) -> TableIter {
         TwoLevel::new(
-            self.index.iter(InternalOrder),
+            self.index.iter(self.order.clone()),
             TableParts {
                 table: Arc::clone(self),
                 reads,
@@ -289,7 +311,7 @@ impl Parts for TableParts {
         Ok(self
             .table
             .read_block(handle, self.reads)?
-            .iter(InternalOrder))
+            .iter(self.table.order.clone()))
     }
 
     fn locate_part_error(&self, e: Error, value: &[u8]) -> Error {

@@ -6,11 +6,11 @@ use super::format::{BLOCK_TRAILER_SIZE, BlockHandle, Compression, Footer};
 use crate::checksum;
 use crate::env::WritableFile;
 use crate::error::Result;
-use crate::filter::{BLOOM_POLICY_NAME, BloomPolicy};
-use crate::key::{self, compare_internal_keys};
+use crate::filter::Filter;
+use crate::key::{self, InternalOrder};
 
 /// How tables are laid out.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct TableOptions {
     /// Target size of a data block before compression (LevelDB: 4 KiB).
     pub block_size: usize,
@@ -18,8 +18,20 @@ pub struct TableOptions {
     pub restart_interval: usize,
     /// Block compression; a compressed block is kept only if it saves 1/8.
     pub compression: Compression,
-    /// Bits per key of the Bloom filter; `None` writes no filter block.
-    pub bloom_bits_per_key: Option<usize>,
+    /// The filter policy; `None` writes no filter block.
+    pub filter: Option<Filter>,
+    /// The key order (it shortens index separators).
+    pub order: InternalOrder,
+}
+
+impl TableOptions {
+    /// What a reader of these tables needs to know (`crate::sstable::TableFormat`).
+    pub fn format(&self) -> super::TableFormat {
+        super::TableFormat {
+            order: self.order.clone(),
+            filter: self.filter.clone(),
+        }
+    }
 }
 
 impl Default for TableOptions {
@@ -28,7 +40,8 @@ impl Default for TableOptions {
             block_size: 4096,
             restart_interval: 16,
             compression: Compression::Snappy,
-            bloom_bits_per_key: None,
+            filter: None,
+            order: InternalOrder::default(),
         }
     }
 }
@@ -64,17 +77,15 @@ impl<W: WritableFile + ?Sized> std::fmt::Debug for TableBuilder<W> {
 impl<W: WritableFile + ?Sized> TableBuilder<W> {
     /// A builder writing to an empty `file`.
     pub fn new(file: Box<W>, options: TableOptions) -> Self {
-        let mut filter = options
-            .bloom_bits_per_key
-            .map(|bits| FilterBlockBuilder::new(BloomPolicy::new(bits)));
+        let mut filter = options.filter.clone().map(FilterBlockBuilder::new);
         if let Some(f) = filter.as_mut() {
             f.start_block(0);
         }
         TableBuilder {
             file,
-            options,
             offset: 0,
             data_block: BlockBuilder::new(options.restart_interval),
+            options,
             index_block: BlockBuilder::new(1),
             last_key: Vec::new(),
             num_entries: 0,
@@ -88,11 +99,11 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
     /// Adds an entry. Requires: `ikey` is after every key added so far (T1).
     pub fn add(&mut self, ikey: &[u8], value: &[u8]) -> Result<()> {
         debug_assert!(
-            self.num_entries == 0 || compare_internal_keys(&self.last_key, ikey).is_lt(),
+            self.num_entries == 0 || self.options.order.compare(&self.last_key, ikey).is_lt(),
             "table keys out of order"
         );
         if let Some(handle) = self.pending_index.take() {
-            key::internal_shortest_separator(&mut self.last_key, ikey);
+            self.options.order.shortest_separator(&mut self.last_key, ikey);
             self.index_block.add(&self.last_key, &handle.encode());
         }
         if let Some(f) = self.filter.as_mut() {
@@ -174,13 +185,12 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
             None => None,
         };
         let mut meta = BlockBuilder::new(self.options.restart_interval);
-        if let Some(h) = filter_handle {
-            let name = format!("filter.{BLOOM_POLICY_NAME}");
-            meta.add(name.as_bytes(), &h.encode());
+        if let (Some(h), Some(policy)) = (filter_handle, &self.options.filter) {
+            meta.add(policy.meta_key().as_bytes(), &h.encode());
         }
         let metaindex = self.write_block(&mut meta)?;
         if let Some(handle) = self.pending_index.take() {
-            key::internal_short_successor(&mut self.last_key);
+            self.options.order.short_successor(&mut self.last_key);
             self.index_block.add(&self.last_key, &handle.encode());
         }
         let mut index_block = std::mem::replace(&mut self.index_block, BlockBuilder::new(1));

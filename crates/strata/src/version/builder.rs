@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::{BlobFileMeta, FileMeta, NUM_LEVELS, Version, VersionEdit};
 use crate::error::{Error, Result};
-use crate::key::compare_internal_keys;
 
 /// Accumulates edits on top of a base version.
 #[derive(Debug)]
@@ -71,8 +70,10 @@ impl Builder {
         let mut v = Version {
             blob_files: self.blob_files,
             separation: self.separation,
+            order: self.base.order.clone(),
             ..Version::default()
         };
+        let order = v.order.clone();
         for level in 0..NUM_LEVELS {
             let mut files: Vec<Arc<FileMeta>> = self.base.levels[level]
                 .iter()
@@ -81,11 +82,11 @@ impl Builder {
                 .cloned()
                 .collect();
             files.sort_by(|a, b| {
-                compare_internal_keys(&a.smallest, &b.smallest).then(a.number.cmp(&b.number))
+                order.compare(&a.smallest, &b.smallest).then(a.number.cmp(&b.number))
             });
             if level > 0 {
                 for pair in files.windows(2) {
-                    if compare_internal_keys(&pair[0].largest, &pair[1].smallest) != Ordering::Less
+                    if order.compare(&pair[0].largest, &pair[1].smallest) != Ordering::Less
                     {
                         return Err(Error::corruption(
                             "MANIFEST",

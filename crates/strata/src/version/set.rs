@@ -14,7 +14,7 @@ use super::{Builder, FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::env::{Env, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename;
-use crate::key::BYTEWISE_COMPARATOR;
+use crate::key::InternalOrder;
 use crate::log::{Checksums, LogReader, LogWriter};
 
 /// The current version and the counters the manifest records.
@@ -44,6 +44,8 @@ pub struct VersionSet {
     pub recovery_notes: Vec<String>,
     /// An edit is between `prepare_edit` and `finish_edit` (V4: one at a time).
     editing: bool,
+    /// The key order; its comparator's name is the manifest's.
+    order: InternalOrder,
 }
 
 impl std::fmt::Debug for VersionSet {
@@ -75,7 +77,18 @@ impl VersionSet {
             manifest_error: None,
             recovery_notes: Vec::new(),
             editing: false,
+            order: InternalOrder::default(),
         }
+    }
+
+    /// The same set for a database ordered by `order` (bytewise unless this is called).
+    pub fn with_order(mut self, order: InternalOrder) -> Self {
+        self.current = Arc::new(Version {
+            order: order.clone(),
+            ..Version::default()
+        });
+        self.order = order;
+        self
     }
 
     /// The current version.
@@ -97,10 +110,11 @@ impl VersionSet {
         }
     }
 
-    /// Writes the manifest of a new, empty database and points `CURRENT` at it.
-    pub fn create_new_db(dir: &Path, env: &dyn Env) -> Result<()> {
+    /// Writes the manifest of a new, empty database ordered by the comparator named
+    /// `comparator` and points `CURRENT` at it.
+    pub fn create_new_db(dir: &Path, env: &dyn Env, comparator: &str) -> Result<()> {
         let edit = VersionEdit {
-            comparator: Some(BYTEWISE_COMPARATOR.to_string()),
+            comparator: Some(comparator.to_string()),
             log_number: Some(0),
             next_file_number: Some(2),
             last_seqnum: Some(0),
@@ -151,7 +165,10 @@ impl VersionSet {
         let manifest_name = manifest_path.to_string_lossy().into_owned();
         let mut reader =
             LogReader::new(self.env.new_sequential(&manifest_path)?, Checksums::Verify);
-        let mut builder = Builder::new(Arc::new(Version::default()));
+        let mut builder = Builder::new(Arc::new(Version {
+            order: self.order.clone(),
+            ..Version::default()
+        }));
         let (mut next_file, mut last_seq, mut log_number, mut prev_log) = (None, None, None, None);
         let mut record = Vec::new();
         while reader.read_record(&mut record)? {
@@ -159,9 +176,12 @@ impl VersionSet {
             let edit = VersionEdit::decode(&record)
                 .map_err(|e| e.located(&manifest_name, reader.last_record_offset()))?;
             if let Some(c) = &edit.comparator
-                && c != BYTEWISE_COMPARATOR
+                && c != self.order.user().name()
             {
-                return Err(Error::ComparatorMismatch(c.clone()));
+                return Err(Error::ComparatorMismatch {
+                    database: c.clone(),
+                    options: self.order.user().name().to_string(),
+                });
             }
             builder.apply(&edit, &mut self.compact_pointers);
             next_file = edit.next_file_number.or(next_file);
@@ -313,7 +333,7 @@ impl VersionSet {
     /// The whole current state as one edit (the first record of a new manifest).
     fn snapshot_edit(&self) -> VersionEdit {
         let mut edit = VersionEdit {
-            comparator: Some(BYTEWISE_COMPARATOR.to_string()),
+            comparator: Some(self.order.user().name().to_string()),
             ..Default::default()
         };
         for (level, key) in self.compact_pointers.iter().enumerate() {
@@ -493,7 +513,7 @@ mod tests {
         let env = Arc::new(MemEnv::new());
         let dir = Path::new("/db");
         env.create_dir_all(dir).unwrap();
-        VersionSet::create_new_db(dir, env.as_ref()).unwrap();
+        VersionSet::create_new_db(dir, env.as_ref(), crate::key::BYTEWISE_COMPARATOR).unwrap();
         let mut vs = VersionSet::new(dir, env.clone());
         vs.recover().unwrap();
         assert_eq!(vs.manifest_number, 2);
@@ -542,7 +562,7 @@ mod tests {
         set_current_file(env.as_ref(), dir, 1).unwrap();
         let err = VersionSet::new(dir, env.clone()).recover().unwrap_err();
         assert!(
-            matches!(err, Error::ComparatorMismatch(ref c) if c == "other.Comparator"),
+            matches!(err, Error::ComparatorMismatch { ref database, .. } if database == "other.Comparator"),
             "{err}"
         );
     }

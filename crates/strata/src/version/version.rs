@@ -6,9 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use super::{L0_COMPACTION_TRIGGER, MAX_MEM_COMPACT_LEVEL, NUM_LEVELS, max_bytes_for_level};
 use crate::error::Result;
-use crate::key::{
-    self, MAX_SEQNUM, ParsedInternalKey, ValueType, compare_internal_keys, make_internal_key,
-};
+use crate::comparator::UserOrder;
+use crate::key::{self, InternalOrder, MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key};
 
 /// A live table as the version set knows it.
 #[derive(Debug)]
@@ -81,19 +80,21 @@ pub struct Version {
     pub blob_files: std::collections::BTreeMap<u64, super::BlobFileMeta>,
     /// The manifest says values may be in blob files (tag 20): LevelDB must refuse it.
     pub separation: bool,
+    /// The order of keys (the database's comparator).
+    pub order: InternalOrder,
 }
 
 /// Index of the first table in a sorted level whose largest key is at or after `ikey`.
-pub fn find_file(files: &[Arc<FileMeta>], ikey: &[u8]) -> usize {
-    files.partition_point(|f| compare_internal_keys(&f.largest, ikey) == Ordering::Less)
+pub fn find_file(order: &InternalOrder, files: &[Arc<FileMeta>], ikey: &[u8]) -> usize {
+    files.partition_point(|f| order.compare(&f.largest, ikey) == Ordering::Less)
 }
 
-fn after_file(user_key: Option<&[u8]>, f: &FileMeta) -> bool {
-    user_key.is_some_and(|k| k > f.user_range().1)
+fn after_file(order: &UserOrder, user_key: Option<&[u8]>, f: &FileMeta) -> bool {
+    user_key.is_some_and(|k| order.compare(k, f.user_range().1).is_gt())
 }
 
-fn before_file(user_key: Option<&[u8]>, f: &FileMeta) -> bool {
-    user_key.is_some_and(|k| k < f.user_range().0)
+fn before_file(order: &UserOrder, user_key: Option<&[u8]>, f: &FileMeta) -> bool {
+    user_key.is_some_and(|k| order.compare(k, f.user_range().0).is_lt())
 }
 
 impl Version {
@@ -158,16 +159,21 @@ impl Version {
     /// True if some table in `level` overlaps the user-key range (`None` = unbounded).
     pub fn overlaps(&self, level: usize, smallest: Option<&[u8]>, largest: Option<&[u8]>) -> bool {
         let files = &self.levels[level];
+        let user = self.order.user();
         if level == 0 {
             return files
                 .iter()
-                .any(|f| !after_file(smallest, f) && !before_file(largest, f));
+                .any(|f| !after_file(user, smallest, f) && !before_file(user, largest, f));
         }
         let index = match smallest {
-            Some(s) => find_file(files, &make_internal_key(s, MAX_SEQNUM, ValueType::Value)),
+            Some(s) => find_file(
+                &self.order,
+                files,
+                &make_internal_key(s, MAX_SEQNUM, ValueType::Value),
+            ),
             None => 0,
         };
-        files.get(index).is_some_and(|f| !before_file(largest, f))
+        files.get(index).is_some_and(|f| !before_file(user, largest, f))
     }
 
     /// The tables of `level` overlapping the user-key range. In level 0 the range grows to
@@ -182,21 +188,24 @@ impl Version {
         let mut end = end.map(<[u8]>::to_vec);
         let mut out = Vec::new();
         let files = &self.levels[level];
+        let user = self.order.user();
         let mut i = 0;
         while i < files.len() {
             let f = &files[i];
             i += 1;
             let (lo, hi) = f.user_range();
-            if begin.as_deref().is_some_and(|b| hi < b) || end.as_deref().is_some_and(|e| lo > e) {
+            if begin.as_deref().is_some_and(|b| user.compare(hi, b).is_lt())
+                || end.as_deref().is_some_and(|e| user.compare(lo, e).is_gt())
+            {
                 continue;
             }
             out.push(Arc::clone(f));
             if level == 0 {
-                if begin.as_deref().is_some_and(|b| lo < b) {
+                if begin.as_deref().is_some_and(|b| user.compare(lo, b).is_lt()) {
                     begin = Some(lo.to_vec());
                     out.clear();
                     i = 0;
-                } else if end.as_deref().is_some_and(|e| hi > e) {
+                } else if end.as_deref().is_some_and(|e| user.compare(hi, e).is_gt()) {
                     end = Some(hi.to_vec());
                     out.clear();
                     i = 0;
@@ -248,6 +257,7 @@ impl Version {
         mut lookup: impl FnMut(&FileMeta, &[u8]) -> Result<Option<(Vec<u8>, V)>>,
     ) -> Result<(GetResult<V>, Option<(usize, Arc<FileMeta>)>)> {
         let ikey = make_internal_key(user_key, seqnum, ValueType::FOR_SEEK);
+        let user = self.order.user();
         let mut first_miss: Option<(usize, Arc<FileMeta>)> = None;
         let mut consulted = 0usize;
         let mut charge = None;
@@ -258,16 +268,16 @@ impl Version {
                     .iter()
                     .filter(|f| {
                         let (lo, hi) = f.user_range();
-                        lo <= user_key && user_key <= hi
+                        user.compare(lo, user_key).is_le() && user.compare(user_key, hi).is_le()
                     })
                     .collect();
                 c.sort_by_key(|f| std::cmp::Reverse(f.number)); // V2: newest first
                 c
             } else {
-                let i = find_file(files, &ikey);
+                let i = find_file(&self.order, files, &ikey);
                 files
                     .get(i)
-                    .filter(|f| f.user_range().0 <= user_key)
+                    .filter(|f| user.compare(f.user_range().0, user_key).is_le())
                     .into_iter()
                     .collect()
             };
@@ -322,9 +332,9 @@ impl Version {
         let mut result = 0;
         for (level, files) in self.levels.iter().enumerate() {
             for f in files {
-                if compare_internal_keys(&f.largest, ikey) != Ordering::Greater {
+                if self.order.compare(&f.largest, ikey) != Ordering::Greater {
                     result += f.size;
-                } else if compare_internal_keys(&f.smallest, ikey) == Ordering::Greater {
+                } else if self.order.compare(&f.smallest, ikey) == Ordering::Greater {
                     if level > 0 {
                         break; // sorted: no later table can hold ikey
                     }

@@ -170,7 +170,7 @@ pub fn read_leveldb_dir(dir: &Path) -> DirContents {
                 env.new_random_access(&path).unwrap(),
                 &path.to_string_lossy(),
                 size,
-                true,
+                &strata::sstable::TableFormat::leveldb(),
             )
             .unwrap(),
         );

@@ -1,5 +1,6 @@
 use super::*;
 use crate::key::{ValueType, make_internal_key};
+use crate::filter::{BloomPolicy, Filter};
 use crate::sstable::{Compression, TableBuilder, TableOptions};
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ fn build(n: usize, options: TableOptions) -> Vec<u8> {
 
 fn open(bytes: Vec<u8>) -> Result<Arc<Table>> {
     let size = bytes.len() as u64;
-    Table::open(Arc::new(bytes), "test.ldb", size, true).map(Arc::new)
+    Table::open(Arc::new(bytes), "test.ldb", size, &crate::sstable::TableFormat::leveldb()).map(Arc::new)
 }
 
 fn options(compression: Compression, bloom: Option<usize>, block_size: usize) -> TableOptions {
@@ -32,7 +33,8 @@ fn options(compression: Compression, bloom: Option<usize>, block_size: usize) ->
         block_size,
         restart_interval: 16,
         compression,
-        bloom_bits_per_key: bloom,
+        filter: bloom.map(|b| Filter::Bloom(BloomPolicy::new(b))),
+        order: Default::default(),
     }
 }
 
@@ -61,8 +63,8 @@ fn iterate_both_ways_and_seek() {
         options(Compression::None, None, 1),
     ] {
         let n = 2000;
-        let t = open(build(n, opts)).unwrap();
-        assert_eq!(t.has_filter(), opts.bloom_bits_per_key.is_some());
+        let t = open(build(n, opts.clone())).unwrap();
+        assert_eq!(t.has_filter(), opts.filter.is_some());
         let mut it = t.iter(BlockReads::CHECKED_CACHED);
         it.seek_to_first();
         for i in 0..n {
@@ -150,7 +152,7 @@ fn block_cache_serves_repeated_reads() {
     let bytes = build(3000, options(Compression::Snappy, Some(10), 4096));
     let size = bytes.len() as u64;
     let cache = crate::cache::BlockCache::new(1 << 20);
-    let t = Table::open(Arc::new(bytes), "c.ldb", size, true)
+    let t = Table::open(Arc::new(bytes), "c.ldb", size, &crate::sstable::TableFormat::leveldb())
         .unwrap()
         .with_cache(Arc::clone(&cache));
     assert_eq!(cache.usage(), 0);
