@@ -79,7 +79,12 @@ pub fn block(data: &[u8]) {
 /// open; a full scan and point lookups do not panic.
 pub fn table(data: &[u8]) {
     let size = data.len() as u64;
-    let Ok(table) = Table::open(Arc::new(data.to_vec()), "fuzz.ldb", size, &strata::sstable::TableFormat::leveldb()) else {
+    let Ok(table) = Table::open(
+        Arc::new(data.to_vec()),
+        "fuzz.ldb",
+        size,
+        &strata::sstable::TableFormat::leveldb(),
+    ) else {
         return;
     };
     let table = Arc::new(table);

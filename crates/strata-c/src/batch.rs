@@ -82,7 +82,15 @@ pub unsafe extern "C" fn leveldb_writebatch_iterate(
             BatchOp::Put(k, v) => {
                 if let Some(f) = put {
                     // SAFETY: the caller's callback, given live byte ranges.
-                    unsafe { f(state, k.as_ptr().cast(), k.len(), v.as_ptr().cast(), v.len()) };
+                    unsafe {
+                        f(
+                            state,
+                            k.as_ptr().cast(),
+                            k.len(),
+                            v.as_ptr().cast(),
+                            v.len(),
+                        )
+                    };
                 }
             }
             BatchOp::Delete(k) => {

@@ -69,7 +69,15 @@ impl Comparator for CComparator {
             return a.cmp(b);
         };
         // SAFETY: the caller's callback with its own state, given two live byte ranges.
-        let r = unsafe { f(self.state.0, a.as_ptr().cast(), a.len(), b.as_ptr().cast(), b.len()) };
+        let r = unsafe {
+            f(
+                self.state.0,
+                a.as_ptr().cast(),
+                a.len(),
+                b.as_ptr().cast(),
+                b.len(),
+            )
+        };
         r.cmp(&0)
     }
 }
@@ -216,7 +224,9 @@ pub extern "C" fn leveldb_filterpolicy_create(
 
 /// LevelDB's built-in Bloom filter (`leveldb.BuiltinBloomFilter2`), compatible both ways.
 #[unsafe(no_mangle)]
-pub extern "C" fn leveldb_filterpolicy_create_bloom(bits_per_key: c_int) -> *mut leveldb_filterpolicy_t {
+pub extern "C" fn leveldb_filterpolicy_create_bloom(
+    bits_per_key: c_int,
+) -> *mut leveldb_filterpolicy_t {
     let bits = usize::try_from(bits_per_key).unwrap_or(0);
     Box::into_raw(Box::new(leveldb_filterpolicy_t {
         policy: Arc::new(BloomPolicy::new(bits)),

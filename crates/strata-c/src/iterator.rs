@@ -66,7 +66,11 @@ pub unsafe extern "C" fn leveldb_iter_seek_to_last(it: *mut leveldb_iterator_t) 
 /// # Safety
 /// A live iterator; `k` holds `klen` bytes.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_iter_seek(it: *mut leveldb_iterator_t, k: *const c_char, klen: usize) {
+pub unsafe extern "C" fn leveldb_iter_seek(
+    it: *mut leveldb_iterator_t,
+    k: *const c_char,
+    klen: usize,
+) {
     // SAFETY: the caller's guarantee.
     unsafe { (*it).it.seek(bytes(k, klen)) }
 }
@@ -92,7 +96,10 @@ pub unsafe extern "C" fn leveldb_iter_prev(it: *mut leveldb_iterator_t) {
 /// # Safety
 /// A live iterator; `klen` is writable.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_iter_key(it: *const leveldb_iterator_t, klen: *mut usize) -> *const c_char {
+pub unsafe extern "C" fn leveldb_iter_key(
+    it: *const leveldb_iterator_t,
+    klen: *mut usize,
+) -> *const c_char {
     // SAFETY: the caller's guarantee.
     unsafe {
         let k = (*it).it.key();
@@ -123,7 +130,10 @@ pub unsafe extern "C" fn leveldb_iter_value(
 /// # Safety
 /// A live iterator; `errptr` as in C2.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_iter_get_error(it: *const leveldb_iterator_t, errptr: *mut *mut c_char) {
+pub unsafe extern "C" fn leveldb_iter_get_error(
+    it: *const leveldb_iterator_t,
+    errptr: *mut *mut c_char,
+) {
     // SAFETY: the caller's guarantee.
     if let Err(e) = unsafe { (*it).it.status() } {
         // SAFETY: as in C2.

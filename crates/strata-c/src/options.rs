@@ -135,7 +135,10 @@ pub unsafe extern "C" fn leveldb_options_set_paranoid_checks(o: *mut leveldb_opt
 /// # Safety
 /// `o` and `env` are NULL or live objects of this library.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_options_set_env(o: *mut leveldb_options_t, env: *mut leveldb_env_t) {
+pub unsafe extern "C" fn leveldb_options_set_env(
+    o: *mut leveldb_options_t,
+    env: *mut leveldb_env_t,
+) {
     // SAFETY: the caller's guarantee.
     let env = unsafe { env.as_ref() };
     set!(o, |o| {
@@ -161,7 +164,10 @@ pub unsafe extern "C" fn leveldb_options_set_info_log(
 /// # Safety
 /// `o` is NULL or a live options object.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_options_set_write_buffer_size(o: *mut leveldb_options_t, v: usize) {
+pub unsafe extern "C" fn leveldb_options_set_write_buffer_size(
+    o: *mut leveldb_options_t,
+    v: usize,
+) {
     set!(o, |o| o.options.write_buffer_size = v);
 }
 
@@ -169,7 +175,8 @@ pub unsafe extern "C" fn leveldb_options_set_write_buffer_size(o: *mut leveldb_o
 /// `o` is NULL or a live options object.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_options_set_max_open_files(o: *mut leveldb_options_t, v: c_int) {
-    set!(o, |o| o.options.max_open_files = usize::try_from(v).unwrap_or(0));
+    set!(o, |o| o.options.max_open_files =
+        usize::try_from(v).unwrap_or(0));
 }
 
 /// # Safety
@@ -181,7 +188,8 @@ pub unsafe extern "C" fn leveldb_options_set_cache(
 ) {
     // SAFETY: the caller's guarantee.
     let cache = unsafe { cache.as_ref() };
-    set!(o, |o| o.options.block_cache = cache.map(|c| Arc::clone(&c.cache)));
+    set!(o, |o| o.options.block_cache =
+        cache.map(|c| Arc::clone(&c.cache)));
 }
 
 /// # Safety
@@ -198,7 +206,8 @@ pub unsafe extern "C" fn leveldb_options_set_block_restart_interval(
     o: *mut leveldb_options_t,
     v: c_int,
 ) {
-    set!(o, |o| o.options.block_restart_interval = usize::try_from(v).unwrap_or(0));
+    set!(o, |o| o.options.block_restart_interval =
+        usize::try_from(v).unwrap_or(0));
 }
 
 /// # Safety

@@ -90,9 +90,14 @@ fn table_get(c: &mut Criterion) {
     }
     let (file, size) = builder.finish().unwrap();
     let cache = BlockCache::new(64 << 20);
-    let table = Table::open(Arc::new(*file), "bench.ldb", size, &strata::sstable::TableFormat::leveldb())
-        .unwrap()
-        .with_cache(cache);
+    let table = Table::open(
+        Arc::new(*file),
+        "bench.ldb",
+        size,
+        &strata::sstable::TableFormat::leveldb(),
+    )
+    .unwrap()
+    .with_cache(cache);
     let targets: Vec<Vec<u8>> = (0..n)
         .map(|i| make_internal_key(&user_key(spread(i, n)), u64::MAX >> 8, ValueType::Value))
         .collect();

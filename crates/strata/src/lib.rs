@@ -39,12 +39,12 @@ pub mod version;
 
 pub use batch::WriteBatch;
 pub use comparator::Comparator;
-pub use filter::{BloomPolicy, FilterPolicy};
-pub use sstable::Compression;
 pub use db::{
     Counters, Db, DbIterator, KeyValue, LevelIter, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice,
     Range, VerifyReport,
 };
 pub use error::{Corruption, Error, Result};
+pub use filter::{BloomPolicy, FilterPolicy};
 pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions};
 pub use snapshot::Snapshot;
+pub use sstable::Compression;

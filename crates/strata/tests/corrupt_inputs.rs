@@ -165,7 +165,13 @@ fn samples() -> &'static Samples {
         let footer = Footer::decode(&footer_bytes).unwrap();
         let file: &dyn strata::env::RandomAccessFile = &plain_table;
         let index_block = format::read_block(file, "t", size, footer.index, true).unwrap();
-        let table = Table::open(Arc::new(plain_table.clone()), "t", size, &strata::sstable::TableFormat::leveldb()).unwrap();
+        let table = Table::open(
+            Arc::new(plain_table.clone()),
+            "t",
+            size,
+            &strata::sstable::TableFormat::leveldb(),
+        )
+        .unwrap();
         let mut idx = table.index_iter();
         idx.seek_to_first();
         let first = BlockHandle::decode_exact(idx.value()).unwrap();
@@ -270,7 +276,12 @@ type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// Reads a whole table forwards and backwards; `Err` on the first error.
 fn read_table(bytes: Vec<u8>, verify: bool) -> strata::Result<(Entries, Entries)> {
     let size = bytes.len() as u64;
-    let table = Arc::new(Table::open(Arc::new(bytes), "t.ldb", size, &strata::sstable::TableFormat::leveldb())?);
+    let table = Arc::new(Table::open(
+        Arc::new(bytes),
+        "t.ldb",
+        size,
+        &strata::sstable::TableFormat::leveldb(),
+    )?);
     let mut it = table.iter(BlockReads {
         verify_checksums: verify,
         fill_cache: true,

@@ -267,7 +267,13 @@ fn snappy_tables_have_leveldbs_layout() {
         let (theirs, entries) = table_entries(&path);
         let ours_bytes = rebuild(&entries, Compression::Snappy);
         let size = ours_bytes.len() as u64;
-        let ours = Table::open(Arc::new(ours_bytes), "ours", size, &strata::sstable::TableFormat::leveldb()).unwrap();
+        let ours = Table::open(
+            Arc::new(ours_bytes),
+            "ours",
+            size,
+            &strata::sstable::TableFormat::leveldb(),
+        )
+        .unwrap();
         assert_eq!(layout(&ours), layout(&theirs), "{}", path.display());
     }
 }
@@ -304,7 +310,8 @@ fn filter_blocks_match_leveldbs_bytes() {
             Block::new(format::read_block(file.as_ref(), &name, size, footer.index, true).unwrap())
                 .unwrap(),
         );
-        let mut builder = FilterBlockBuilder::new(strata::filter::Filter::Bloom(BloomPolicy::new(10)));
+        let mut builder =
+            FilterBlockBuilder::new(strata::filter::Filter::Bloom(BloomPolicy::new(10)));
         let table = Table::open(Arc::clone(&file), &name, size, &Default::default()).unwrap();
         let mut idx = index.iter(strata::key::InternalOrder::default());
         idx.seek_to_first();

@@ -106,7 +106,14 @@ impl DbIterator {
                         skipping = true;
                     }
                     ValueType::Value | ValueType::BlobRef => {
-                        if !(skipping && self.version.order.user().compare(user, &self.saved_key).is_le()) {
+                        if !(skipping
+                            && self
+                                .version
+                                .order
+                                .user()
+                                .compare(user, &self.saved_key)
+                                .is_le())
+                        {
                             self.valid = true;
                             self.saved_key.clear();
                             self.blob_shown = false;
@@ -141,7 +148,12 @@ impl DbIterator {
             if let Some((ty, _)) = entry {
                 let user = key::user_key(self.inner.key());
                 if value_type != ValueType::Deletion
-                    && self.version.order.user().compare(user, &self.saved_key).is_lt()
+                    && self
+                        .version
+                        .order
+                        .user()
+                        .compare(user, &self.saved_key)
+                        .is_lt()
                 {
                     break; // the previous key's newest visible entry is found
                 }

@@ -189,7 +189,15 @@ mod tests {
                     builder.add(k, v).unwrap();
                 }
                 let (file, size) = builder.finish().unwrap();
-                let table = Arc::new(Table::open(Arc::new(*file), "t", size, &crate::sstable::TableFormat::leveldb()).unwrap());
+                let table = Arc::new(
+                    Table::open(
+                        Arc::new(*file),
+                        "t",
+                        size,
+                        &crate::sstable::TableFormat::leveldb(),
+                    )
+                    .unwrap(),
+                );
                 let mut it = table.iter(crate::sstable::BlockReads::SCAN_ONCE);
                 check(&mut it, &model, compare_internal_keys, seed, 3_000);
             }

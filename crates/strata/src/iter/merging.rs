@@ -73,9 +73,7 @@ impl MergingIter {
                 continue;
             }
             best = match best {
-                Some(b) if self.order.compare(c.key(), self.children[b].key()) != want => {
-                    Some(b)
-                }
+                Some(b) if self.order.compare(c.key(), self.children[b].key()) != want => Some(b),
                 _ => Some(i),
             };
         }
@@ -223,11 +221,12 @@ mod tests {
 
     #[test]
     fn merges_and_switches_direction() {
-        let mut it = MergingIter::new(vec![
-            mem(&[("a", 1), ("d", 4), ("g", 7)]),
-            mem(&[("b", 2), ("e", 5)]),
-            mem(&[]),
-            mem(&[("c", 3), ("f", 6)]),
+        let mut it = MergingIter::new(
+            vec![
+                mem(&[("a", 1), ("d", 4), ("g", 7)]),
+                mem(&[("b", 2), ("e", 5)]),
+                mem(&[]),
+                mem(&[("c", 3), ("f", 6)]),
             ],
             InternalOrder::default(),
         );

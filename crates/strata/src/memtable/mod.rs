@@ -115,7 +115,11 @@ impl MemTable {
     /// An empty memtable for a write buffer of `write_buffer_size` bytes: cut into runs of
     /// at least `min_run` bytes (and at most [`MAX_RUNS`] runs) when it is larger than
     /// that; `min_run == 0` keeps one run.
-    pub fn for_write_buffer(write_buffer_size: usize, min_run: usize, order: InternalOrder) -> Self {
+    pub fn for_write_buffer(
+        write_buffer_size: usize,
+        min_run: usize,
+        order: InternalOrder,
+    ) -> Self {
         let run = min_run.max(write_buffer_size.div_ceil(MAX_RUNS));
         if min_run == 0 || run >= write_buffer_size {
             return Self::with_order(order);

@@ -334,7 +334,9 @@ impl SkipList {
         // SAFETY: `prev[0]` is the head or a published node (S1).
         let at = unsafe { Node::next(prev[0], 0).load(Ordering::Acquire) };
         // SAFETY: a non-null forward pointer is a published node (S3).
-        if !at.is_null() && target.node_cmp(&self.order, unsafe { Node::key(at) }) == CmpOrdering::Equal {
+        if !at.is_null()
+            && target.node_cmp(&self.order, unsafe { Node::key(at) }) == CmpOrdering::Equal
+        {
             return;
         }
 
@@ -383,7 +385,9 @@ impl SkipList {
             // (it was reached at `level` or above).
             let next = unsafe { Node::next(x, level).load(Ordering::Acquire) };
             // SAFETY: a non-null forward pointer is a published node (S3).
-            if !next.is_null() && target.node_cmp(&self.order, unsafe { Node::key(next) }) == CmpOrdering::Less {
+            if !next.is_null()
+                && target.node_cmp(&self.order, unsafe { Node::key(next) }) == CmpOrdering::Less
+            {
                 x = next;
             } else {
                 return (x, next);

@@ -137,7 +137,8 @@ impl FilterBlockReader {
         let start = decode_fixed32(&self.data[at..]).unwrap_or(0) as usize;
         let limit = decode_fixed32(&self.data[at + 4..]).unwrap_or(0) as usize;
         if start <= limit && limit <= self.offsets {
-            self.policy.key_may_match(user_key, &self.data[start..limit])
+            self.policy
+                .key_may_match(user_key, &self.data[start..limit])
         } else {
             true
         }

@@ -103,7 +103,9 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
             "table keys out of order"
         );
         if let Some(handle) = self.pending_index.take() {
-            self.options.order.shortest_separator(&mut self.last_key, ikey);
+            self.options
+                .order
+                .shortest_separator(&mut self.last_key, ikey);
             self.index_block.add(&self.last_key, &handle.encode());
         }
         if let Some(f) = self.filter.as_mut() {

@@ -82,12 +82,13 @@ impl Builder {
                 .cloned()
                 .collect();
             files.sort_by(|a, b| {
-                order.compare(&a.smallest, &b.smallest).then(a.number.cmp(&b.number))
+                order
+                    .compare(&a.smallest, &b.smallest)
+                    .then(a.number.cmp(&b.number))
             });
             if level > 0 {
                 for pair in files.windows(2) {
-                    if order.compare(&pair[0].largest, &pair[1].smallest) != Ordering::Less
-                    {
+                    if order.compare(&pair[0].largest, &pair[1].smallest) != Ordering::Less {
                         return Err(Error::corruption(
                             "MANIFEST",
                             0,

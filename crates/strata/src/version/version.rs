@@ -5,9 +5,11 @@ use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
 use super::{L0_COMPACTION_TRIGGER, MAX_MEM_COMPACT_LEVEL, NUM_LEVELS, max_bytes_for_level};
-use crate::error::Result;
 use crate::comparator::UserOrder;
-use crate::key::{self, InternalOrder, MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key};
+use crate::error::Result;
+use crate::key::{
+    self, InternalOrder, MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key,
+};
 
 /// A live table as the version set knows it.
 #[derive(Debug)]
@@ -173,7 +175,9 @@ impl Version {
             ),
             None => 0,
         };
-        files.get(index).is_some_and(|f| !before_file(user, largest, f))
+        files
+            .get(index)
+            .is_some_and(|f| !before_file(user, largest, f))
     }
 
     /// The tables of `level` overlapping the user-key range. In level 0 the range grows to
@@ -194,14 +198,19 @@ impl Version {
             let f = &files[i];
             i += 1;
             let (lo, hi) = f.user_range();
-            if begin.as_deref().is_some_and(|b| user.compare(hi, b).is_lt())
+            if begin
+                .as_deref()
+                .is_some_and(|b| user.compare(hi, b).is_lt())
                 || end.as_deref().is_some_and(|e| user.compare(lo, e).is_gt())
             {
                 continue;
             }
             out.push(Arc::clone(f));
             if level == 0 {
-                if begin.as_deref().is_some_and(|b| user.compare(lo, b).is_lt()) {
+                if begin
+                    .as_deref()
+                    .is_some_and(|b| user.compare(lo, b).is_lt())
+                {
                     begin = Some(lo.to_vec());
                     out.clear();
                     i = 0;

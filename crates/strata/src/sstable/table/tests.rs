@@ -1,6 +1,6 @@
 use super::*;
-use crate::key::{ValueType, make_internal_key};
 use crate::filter::{BloomPolicy, Filter};
+use crate::key::{ValueType, make_internal_key};
 use crate::sstable::{Compression, TableBuilder, TableOptions};
 use std::sync::Arc;
 
@@ -25,7 +25,13 @@ fn build(n: usize, options: TableOptions) -> Vec<u8> {
 
 fn open(bytes: Vec<u8>) -> Result<Arc<Table>> {
     let size = bytes.len() as u64;
-    Table::open(Arc::new(bytes), "test.ldb", size, &crate::sstable::TableFormat::leveldb()).map(Arc::new)
+    Table::open(
+        Arc::new(bytes),
+        "test.ldb",
+        size,
+        &crate::sstable::TableFormat::leveldb(),
+    )
+    .map(Arc::new)
 }
 
 fn options(compression: Compression, bloom: Option<usize>, block_size: usize) -> TableOptions {
@@ -152,9 +158,14 @@ fn block_cache_serves_repeated_reads() {
     let bytes = build(3000, options(Compression::Snappy, Some(10), 4096));
     let size = bytes.len() as u64;
     let cache = crate::cache::BlockCache::new(1 << 20);
-    let t = Table::open(Arc::new(bytes), "c.ldb", size, &crate::sstable::TableFormat::leveldb())
-        .unwrap()
-        .with_cache(Arc::clone(&cache));
+    let t = Table::open(
+        Arc::new(bytes),
+        "c.ldb",
+        size,
+        &crate::sstable::TableFormat::leveldb(),
+    )
+    .unwrap()
+    .with_cache(Arc::clone(&cache));
     assert_eq!(cache.usage(), 0);
     let got = t
         .get(&ikey(10, 110), BlockReads::CHECKED_CACHED)
