@@ -5,12 +5,19 @@ CARGO ?= cargo
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: test bench bench-full bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
+.PHONY: libleveldb test bench bench-full bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
 test: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c
+
+# LevelDB's C API over Strata, installed as libleveldb.so.1/.so.1d/.so in DIR
+# (default target/libleveldb): run existing LevelDB programs with LD_LIBRARY_PATH=DIR.
+DIR ?= $(CURDIR)/target/libleveldb
+libleveldb: deps
+	scripts/install-libleveldb.sh $(DIR)
 
 # The main job: LevelDB's benchmark page (the baseline suite) on Strata and every peer,
 # one round (about 31 minutes here; random reads stop after 10 s per engine, see

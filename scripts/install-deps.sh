@@ -4,7 +4,7 @@
 # components the checks use.
 set -euo pipefail
 
-packages=(libleveldb-dev libsnappy-dev libsqlite3-dev librocksdb-dev liblmdb-dev libkyotocabinet-dev libwiredtiger-dev pkg-config chromium-headless-shell)
+packages=(gcc binutils libleveldb-dev libsnappy-dev libsqlite3-dev librocksdb-dev liblmdb-dev libkyotocabinet-dev libwiredtiger-dev pkg-config chromium-headless-shell)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -155,10 +155,9 @@ pub unsafe extern "C" fn leveldb_options_set_env(
 /// `o` is NULL or a live options object.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_options_set_info_log(
-    o: *mut leveldb_options_t,
+    _o: *mut leveldb_options_t,
     _logger: *mut leveldb_logger_t,
 ) {
-    set!(o, |_o| ());
 }
 
 /// # Safety

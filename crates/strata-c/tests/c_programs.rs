@@ -5,6 +5,11 @@
 //!
 //! Needs a C compiler and Debian's `libleveldb-dev` (`make deps` installs both).
 
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

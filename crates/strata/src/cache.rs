@@ -12,7 +12,7 @@
 //!   it (then it is dropped at the next insert).
 //! - C3 entries are handed out as `Arc`s: eviction never frees a block a reader holds.
 //! - C4 an evicted block no reader holds gives its buffer to the shard's spares (at most
-//!   [`SPARES`] per shard), to be read into by the next block read; spares are charged
+//!   `SPARES` per shard), to be read into by the next block read; spares are charged
 //!   like entries (their capacity counts in `usage`, C1 with spares), so the cache never
 //!   holds more than its capacity, blocks and spares together.
 

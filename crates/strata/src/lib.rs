@@ -1,50 +1,106 @@
 //! Strata: an embedded LSM-tree key-value store that reads and writes LevelDB 1.23's
-//! on-disk format.
+//! on-disk format, so a LevelDB database opens in Strata and a Strata database opens in
+//! LevelDB.
 //!
-//! The module map (see `docs/architecture.md`):
-//! - [`coding`], [`checksum`]: bytes to integers, CRC-32C with LevelDB's mask.
-//! - [`env`]: the filesystem seam; nothing else touches `std::fs`.
-//! - [`log`]: the block-structured log that holds the WAL and the manifest.
-//! - [`key`], [`batch`]: internal keys and their order, write batches.
-//! - [`filter`]: the Bloom filter policy.
-//! - [`sstable`]: blocks, filter blocks and sorted tables; [`cache`]: the block cache.
-//! - [`version`]: versions, version edits (manifest records), the version set.
-//! - [`memtable`], [`table_cache`], [`compaction`], [`snapshot`]: the engine's parts.
-//! - [`blob`]: value separation (large values in blob files, off by default).
-//! - [`Db`]: the database.
+//! ```
+//! use strata::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+//!
+//! # fn main() -> Result<(), strata::Error> {
+//! # let dir = tempfile::tempdir().map_err(|e| strata::Error::io("tempdir", e))?;
+//! # let path = dir.path().join("db");
+//! let db = Db::open(&path, Options { create_if_missing: true, ..Options::default() })?;
+//! db.put(b"apple", b"red")?;
+//! db.put_opt(b"kiwi", b"green", &WriteOptions { sync: true })?; // durable once it returns
+//!
+//! let mut batch = WriteBatch::new(); // applied atomically
+//! batch.put(b"banana", b"yellow");
+//! batch.delete(b"apple");
+//! db.write(batch)?;
+//!
+//! let snapshot = db.snapshot();
+//! db.put(b"banana", b"brown")?;
+//! let then = ReadOptions { snapshot: Some(snapshot), ..ReadOptions::default() };
+//! assert_eq!(db.get_opt(b"banana", &then)?.as_deref(), Some(&b"yellow"[..]));
+//! assert_eq!(db.get(b"banana")?.as_deref(), Some(&b"brown"[..]));
+//!
+//! let keys: Vec<Vec<u8>> = db.range(b"b".as_slice()..).map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+//! assert_eq!(keys, [b"banana".to_vec(), b"kiwi".to_vec()]);
+//! db.close()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! What a user sets is in [`Options`] (with [`Compression`], [`BlockCache`],
+//! [`Comparator`], [`FilterPolicy`] / [`BloomPolicy`] and [`env`](mod@env)), [`ReadOptions`] and
+//! [`WriteOptions`]; reads come back as owned values ([`Db::get`]), views into the block
+//! cache ([`Db::get_pinned`]), cursors ([`DbIterator`]) or Rust iterators ([`Range`]).
+//! What Strata promises about your data is in `docs/durability.md`.
+//!
+//! The engine's parts are public for its tests, tools and fuzzers but hidden from these
+//! docs; their map is `docs/architecture.md`:
+//! `coding`, `checksum` (bytes to integers, CRC-32C), `log` (WAL and manifest records),
+//! `key`, `batch` (internal keys, write batches), `filter`, `sstable`, `cache`,
+//! `version`, `memtable`, `table_cache`, `compaction`, `snapshot`, `blob` (value
+//! separation), and the database itself.
 
 #![deny(unsafe_code)]
+#![warn(missing_docs)]
 
+#[doc(hidden)]
 pub mod batch;
+#[doc(hidden)]
 pub mod blob;
+#[doc(hidden)]
 pub mod cache;
+#[doc(hidden)]
 pub mod checksum;
+#[doc(hidden)]
 pub mod coding;
+#[doc(hidden)]
 pub mod compaction;
 pub mod comparator;
 mod db;
 pub mod env;
 mod error;
+#[doc(hidden)]
 pub mod filename;
+#[doc(hidden)]
 pub mod filter;
+#[doc(hidden)]
 pub mod iter;
+#[doc(hidden)]
 pub mod key;
+#[doc(hidden)]
 pub mod log;
+#[doc(hidden)]
 pub mod memtable;
+#[doc(hidden)]
 pub mod options;
+#[doc(hidden)]
 pub mod snapshot;
+#[doc(hidden)]
 pub mod sstable;
+#[doc(hidden)]
 pub mod table_cache;
+#[doc(hidden)]
 pub mod version;
 
-pub use batch::WriteBatch;
+pub use batch::{BatchOp, WriteBatch};
+pub use cache::BlockCache;
 pub use comparator::Comparator;
+#[doc(hidden)]
+pub use db::LevelIter;
 pub use db::{
-    Counters, Db, DbIterator, KeyValue, LevelIter, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice,
-    Range, VerifyReport,
+    Counters, Db, DbIterator, KeyValue, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice, Range,
+    VerifyReport,
 };
 pub use error::{Corruption, Error, Result};
 pub use filter::{BloomPolicy, FilterPolicy};
 pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions};
 pub use snapshot::Snapshot;
 pub use sstable::Compression;
+
+/// The README's example, compiled and run as a doctest (`make test`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

@@ -72,7 +72,7 @@ fn key(rng: &mut Rng) -> Vec<u8> {
     // Short and long keys sharing prefixes, so separators have something to shorten.
     let n = rng.below(400);
     let mut k = format!("k{n:03}").into_bytes();
-    if n % 3 == 0 {
+    if n.is_multiple_of(3) {
         k.extend_from_slice(b"-long-suffix");
     }
     k

@@ -1,6 +1,6 @@
 //! [`MemTable`]: recent writes, sorted by internal key, in memory.
 //!
-//! Made of runs: arena skip lists ([`skiplist`]), each entry (internal key and value) one
+//! Made of runs: arena skip lists (`skiplist`), each entry (internal key and value) one
 //! arena allocation beside its node. The write-group leader inserts into the newest run
 //! while any number of readers look up and iterate with no lock. A write buffer larger than
 //! [`MIN_RUN_BYTES`] is cut into up to [`MAX_RUNS`] runs: when the newest run reaches its
@@ -8,7 +8,7 @@
 //! caches more the larger it grows (measured here: about 0.5 us per random insert into a
 //! 4 MiB list, 1.8 us at 32 MiB, 2.3 us at 120 MiB), so a large write buffer made of
 //! cache-sized runs takes writes as fast as a small one. A lookup tries the runs newest
-//! first; frozen runs keep a Bloom filter of their user keys ([`run_filter`]), so a key
+//! first; frozen runs keep a Bloom filter of their user keys (`run_filter`), so a key
 //! absent from them costs a probe each, not a search. Iterators and flushes merge the runs.
 //! Entries are never removed; a full memtable is frozen (becomes immutable), flushed to a
 //! level-0 table and dropped, all its memory at once, when the last reader lets go of it.

@@ -2,14 +2,41 @@
 //! sets differ in everything that should not matter: memtable, block and table sizes,
 //! restart interval, compression, Bloom filters, cache size, open-file limit, checksum
 //! verification on reads, paranoid checks, compaction shards (1 to 4), memtables of one run or many, the log written
-//! through a memory map or with `write(2)`, value separation (blob files) on and off, and
-//! the real filesystem against `MemEnv`.
+//! through a memory map or with `write(2)`, value separation (blob files) on and off, a
+//! user's comparator and filter policy (bytewise order and Bloom filters, through the
+//! engine's paths for user-supplied ones) against the built-in ones, and the real
+//! filesystem against `MemEnv`.
 
+use std::cmp::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
-use strata::Options;
 use strata::cache::BlockCache;
 use strata::sstable::Compression;
+use strata::{BloomPolicy, Comparator, Options};
+
+/// Bytewise order as a user's comparator: the same answers as the built-in one, reached
+/// through `Comparator` calls and its shortening hooks.
+#[derive(Debug)]
+struct UserBytewise;
+
+impl Comparator for UserBytewise {
+    fn name(&self) -> &str {
+        "strata-test.UserBytewise"
+    }
+
+    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
+        a.cmp(b)
+    }
+
+    fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
+        strata::key::shortest_separator(start, limit);
+    }
+
+    fn find_short_successor(&self, key: &mut Vec<u8>) {
+        strata::key::short_successor(key);
+    }
+}
 
 #[derive(Debug, Clone)]
 pub struct OptionSet {
@@ -41,7 +68,8 @@ pub fn all() -> Vec<OptionSet> {
         max_file_size: 4 << 10,
         block_cache: Some(BlockCache::new(4 << 10)),
         max_open_files: 20,
-        bloom_bits_per_key: Some(10),
+        filter_policy: Some(Arc::new(BloomPolicy::new(10))),
+        comparator: Some(Arc::new(UserBytewise)),
         compression: Compression::None,
         max_subcompactions: 4,
         memtable_run_size: 1 << 10,
