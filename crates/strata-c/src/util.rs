@@ -70,9 +70,10 @@ pub fn status_string(e: &Error) -> String {
         Error::NotFound(s) => format!("NotFound: {s}"),
         Error::NotSupported(s) => format!("Not implemented: {s}"),
         Error::AlreadyExists(s) => format!("Invalid argument: {s}"),
-        Error::ComparatorMismatch { database, options } => {
-            format!("Invalid argument: {database} does not match existing comparator : {options}")
-        }
+        Error::ComparatorMismatch(names) => format!(
+            "Invalid argument: {} does not match existing comparator : {}",
+            names.database, names.options
+        ),
         Error::Locked(s) => format!("IO error: lock {s}: already held by process"),
         other => format!("Invalid argument: {other}"),
     }

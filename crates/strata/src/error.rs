@@ -35,6 +35,15 @@ impl fmt::Display for Corruption {
     }
 }
 
+/// The two comparator names of [`Error::ComparatorMismatch`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ComparatorNames {
+    /// The comparator name in the manifest.
+    pub database: String,
+    /// The name of the comparator in the options.
+    pub options: String,
+}
+
 /// Everything that can go wrong in Strata.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -68,14 +77,11 @@ pub enum Error {
     Locked(String),
     /// The database was written in another key order than the options' comparator gives.
     #[error(
-        "comparator mismatch: the database was written with {database:?}, the options give {options:?}"
+        "comparator mismatch: the database was written with {:?}, the options give {:?}",
+        .0.database,
+        .0.options
     )]
-    ComparatorMismatch {
-        /// The comparator name in the manifest.
-        database: String,
-        /// The name of the comparator in the options.
-        options: String,
-    },
+    ComparatorMismatch(Box<ComparatorNames>),
 }
 
 impl Error {
@@ -139,10 +145,7 @@ impl Clone for Error {
             Error::NotSupported(s) => Error::NotSupported(s.clone()),
             Error::AlreadyExists(s) => Error::AlreadyExists(s.clone()),
             Error::Locked(s) => Error::Locked(s.clone()),
-            Error::ComparatorMismatch { database, options } => Error::ComparatorMismatch {
-                database: database.clone(),
-                options: options.clone(),
-            },
+            Error::ComparatorMismatch(names) => Error::ComparatorMismatch(names.clone()),
         }
     }
 }

@@ -94,7 +94,7 @@ pub use db::{
     Counters, Db, DbIterator, KeyValue, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice, Range,
     VerifyReport,
 };
-pub use error::{Corruption, Error, Result};
+pub use error::{ComparatorNames, Corruption, Error, Result};
 pub use filter::{BloomPolicy, FilterPolicy};
 pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions};
 pub use snapshot::Snapshot;

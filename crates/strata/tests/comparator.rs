@@ -229,9 +229,9 @@ fn opening_with_another_comparator_names_both() {
         ..options(&env)
     };
     match Db::open(dir, bytewise).unwrap_err() {
-        Error::ComparatorMismatch { database, options } => {
-            assert_eq!(database, "strata-test.ReverseBytes");
-            assert_eq!(options, "leveldb.BytewiseComparator");
+        Error::ComparatorMismatch(names) => {
+            assert_eq!(names.database, "strata-test.ReverseBytes");
+            assert_eq!(names.options, "leveldb.BytewiseComparator");
         }
         other => panic!("{other}"),
     }

@@ -112,8 +112,8 @@ fn a_wrong_comparator_is_named() {
     let before = snapshot(&env, dir);
     let err = Db::open(dir, options(&env)).unwrap_err();
     match &err {
-        Error::ComparatorMismatch { database, .. } => {
-            assert!(database.contains("Reverse"), "{database}")
+        Error::ComparatorMismatch(names) => {
+            assert!(names.database.contains("Reverse"), "{}", names.database)
         }
         other => panic!("{other}"),
     }

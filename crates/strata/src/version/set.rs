@@ -12,7 +12,7 @@ use std::sync::{Arc, Weak};
 
 use super::{Builder, FileMetaData, NUM_LEVELS, Version, VersionEdit};
 use crate::env::{Env, WritableFile};
-use crate::error::{Error, Result};
+use crate::error::{ComparatorNames, Error, Result};
 use crate::filename;
 use crate::key::InternalOrder;
 use crate::log::{Checksums, LogReader, LogWriter};
@@ -178,10 +178,10 @@ impl VersionSet {
             if let Some(c) = &edit.comparator
                 && c != self.order.user().name()
             {
-                return Err(Error::ComparatorMismatch {
+                return Err(Error::ComparatorMismatch(Box::new(ComparatorNames {
                     database: c.clone(),
                     options: self.order.user().name().to_string(),
-                });
+                })));
             }
             builder.apply(&edit, &mut self.compact_pointers);
             next_file = edit.next_file_number.or(next_file);
@@ -562,7 +562,7 @@ mod tests {
         set_current_file(env.as_ref(), dir, 1).unwrap();
         let err = VersionSet::new(dir, env.clone()).recover().unwrap_err();
         assert!(
-            matches!(err, Error::ComparatorMismatch { ref database, .. } if database == "other.Comparator"),
+            matches!(err, Error::ComparatorMismatch(ref names) if names.database == "other.Comparator"),
             "{err}"
         );
     }
