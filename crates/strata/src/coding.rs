@@ -201,6 +201,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads one byte.
+    #[inline]
     pub fn u8(&mut self, what: &str) -> Result<u8> {
         let b = *self
             .remaining()
@@ -227,6 +228,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a varint32.
+    #[inline]
     pub fn varint32(&mut self, what: &str) -> Result<u32> {
         let (v, n) = decode_varint32(self.remaining())
             .ok_or_else(|| self.error(&format!("bad varint32 for {what}")))?;
@@ -243,6 +245,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads `n` raw bytes.
+    #[inline]
     pub fn bytes(&mut self, n: usize, what: &str) -> Result<&'a [u8]> {
         let rest = self.remaining();
         let out = rest.get(..n).ok_or_else(|| {
@@ -257,6 +260,7 @@ impl<'a> Decoder<'a> {
 
     /// Reads a length-prefixed slice. The length is checked against the bytes actually
     /// left before anything is returned, so a corrupt length cannot cause a large read.
+    #[inline]
     pub fn length_prefixed(&mut self, what: &str) -> Result<&'a [u8]> {
         let start = self.pos;
         let len = self.varint32(what)? as usize;

@@ -37,8 +37,9 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::comparator::UserOrder;
+use crate::comparator::{CompareUser, UserOrder};
 use crate::key;
+use crate::key::Bytewise;
 
 /// Tallest tower a node can have: 4^12 = 16 M entries before search slows down.
 const MAX_HEIGHT: usize = 12;
@@ -134,9 +135,9 @@ impl<'k> Target<'k> {
     }
 
     /// How `ikey` (a node's key) orders against the target in `order`.
-    #[inline]
-    fn node_cmp(&self, order: &UserOrder, ikey: &[u8]) -> CmpOrdering {
-        match order.compare(key::user_key(ikey), self.user_key) {
+    #[inline(always)]
+    fn node_cmp<C: CompareUser + ?Sized>(&self, order: &C, ikey: &[u8]) -> CmpOrdering {
+        match order.compare_user(key::user_key(ikey), self.user_key) {
             CmpOrdering::Equal => self.tag.cmp(&key::tag(ikey)),
             ord => ord,
         }
@@ -305,6 +306,19 @@ impl SkipList {
     /// Inserts `user_key | tag` with `value`. Requires: no entry with the same user key and
     /// tag is in the list (S5, M2).
     pub fn insert(&self, user_key: &[u8], tag: u64, value: &[u8]) {
+        match &self.order {
+            UserOrder::Bytewise => self.insert_in(&Bytewise, user_key, tag, value),
+            UserOrder::Custom(c) => self.insert_in(c.as_ref(), user_key, tag, value),
+        }
+    }
+
+    fn insert_in<C: CompareUser + ?Sized>(
+        &self,
+        order: &C,
+        user_key: &[u8],
+        tag: u64,
+        value: &[u8],
+    ) {
         let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
         let w = &mut *w;
         let target = Target { user_key, tag };
@@ -314,7 +328,7 @@ impl SkipList {
         // before it too, so the search may start from them (fillseq's common case).
         let sequential = !w.last.is_null()
             // SAFETY: `last` is a published node of this list (S1).
-            && target.node_cmp(&self.order, unsafe { Node::key(w.last) }) == CmpOrdering::Less;
+            && target.node_cmp(order, unsafe { Node::key(w.last) }) == CmpOrdering::Less;
         let mut prev = [head; MAX_HEIGHT];
         let height_now = self.max_height.load(Ordering::Relaxed);
         let mut x = head;
@@ -322,11 +336,11 @@ impl SkipList {
             if sequential {
                 let hint = w.splice[level];
                 // SAFETY: splice entries are the head or published nodes (S1).
-                if hint != head && (x == head || unsafe { key_lt(&self.order, x, hint) }) {
+                if hint != head && (x == head || unsafe { key_lt(order, x, hint) }) {
                     x = hint;
                 }
             }
-            x = self.walk(x, level, &target).0;
+            x = self.walk(order, x, level, &target).0;
             prev[level] = x;
         }
         // S5: an entry equal to one already in the list (only damaged input can bring
@@ -334,9 +348,7 @@ impl SkipList {
         // SAFETY: `prev[0]` is the head or a published node (S1).
         let at = unsafe { Node::next(prev[0], 0).load(Ordering::Acquire) };
         // SAFETY: a non-null forward pointer is a published node (S3).
-        if !at.is_null()
-            && target.node_cmp(&self.order, unsafe { Node::key(at) }) == CmpOrdering::Equal
-        {
+        if !at.is_null() && target.node_cmp(order, unsafe { Node::key(at) }) == CmpOrdering::Equal {
             return;
         }
 
@@ -379,14 +391,21 @@ impl SkipList {
     /// The pair comes from one load: reading `x`'s pointer again could return a node the
     /// inserter linked in since, one that may sort before the target (a newer version of
     /// the same user key), and a read at an older seqnum would then see it.
-    fn walk(&self, mut x: *mut Node, level: usize, target: &Target<'_>) -> (*mut Node, *mut Node) {
+    #[inline(always)]
+    fn walk<C: CompareUser + ?Sized>(
+        &self,
+        order: &C,
+        mut x: *mut Node,
+        level: usize,
+        target: &Target<'_>,
+    ) -> (*mut Node, *mut Node) {
         loop {
             // SAFETY: `x` is the head or a published node with a tower above `level`
             // (it was reached at `level` or above).
             let next = unsafe { Node::next(x, level).load(Ordering::Acquire) };
             // SAFETY: a non-null forward pointer is a published node (S3).
             if !next.is_null()
-                && target.node_cmp(&self.order, unsafe { Node::key(next) }) == CmpOrdering::Less
+                && target.node_cmp(order, unsafe { Node::key(next) }) == CmpOrdering::Less
             {
                 x = next;
             } else {
@@ -397,19 +416,41 @@ impl SkipList {
 
     /// The first node at or after the target, or null.
     fn find_greater_or_equal(&self, target: &Target<'_>) -> *mut Node {
+        match &self.order {
+            UserOrder::Bytewise => self.find_greater_or_equal_in(&Bytewise, target),
+            UserOrder::Custom(c) => self.find_greater_or_equal_in(c.as_ref(), target),
+        }
+    }
+
+    fn find_greater_or_equal_in<C: CompareUser + ?Sized>(
+        &self,
+        order: &C,
+        target: &Target<'_>,
+    ) -> *mut Node {
         let mut x = self.head.as_ptr();
         let mut found = ptr::null_mut();
         for level in (0..self.max_height.load(Ordering::Relaxed)).rev() {
-            (x, found) = self.walk(x, level, target);
+            (x, found) = self.walk(order, x, level, target);
         }
         found
     }
 
     /// The last node before the target, or the head.
     fn find_less_than(&self, target: &Target<'_>) -> *mut Node {
+        match &self.order {
+            UserOrder::Bytewise => self.find_less_than_in(&Bytewise, target),
+            UserOrder::Custom(c) => self.find_less_than_in(c.as_ref(), target),
+        }
+    }
+
+    fn find_less_than_in<C: CompareUser + ?Sized>(
+        &self,
+        order: &C,
+        target: &Target<'_>,
+    ) -> *mut Node {
         let mut x = self.head.as_ptr();
         for level in (0..self.max_height.load(Ordering::Relaxed)).rev() {
-            x = self.walk(x, level, target).0;
+            x = self.walk(order, x, level, target).0;
         }
         x
     }
@@ -447,7 +488,7 @@ impl SkipList {
 ///
 /// # Safety
 /// Both are published nodes (S1, S3).
-unsafe fn key_lt(order: &UserOrder, a: *const Node, b: *const Node) -> bool {
+unsafe fn key_lt<C: CompareUser + ?Sized>(order: &C, a: *const Node, b: *const Node) -> bool {
     // SAFETY: the caller's guarantee.
     let (ka, kb) = unsafe { (Node::key(a), Node::key(b)) };
     Target::of_internal_key(kb).node_cmp(order, ka) == CmpOrdering::Less

@@ -14,7 +14,7 @@ use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::iter::{Cursor, Parts, TwoLevel};
-use crate::key::{self, Bytewise, InternalOrder};
+use crate::key::{self, Bytewise, InternalBytewise, InternalOrder, KeyOrder};
 
 /// How a reader gets a table's data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -228,7 +228,9 @@ impl Table {
     /// when there is none or the filter rules out `ikey`'s user key. Callers compare the
     /// user key of the result with their own.
     pub fn get(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.find_entry(ikey, reads, |it| (it.key().to_vec(), it.value().to_vec()))
+        Ok(self
+            .find_entry(ikey, reads)?
+            .map(|(k, v)| (k, v.as_ref().to_vec())))
     }
 
     /// [`Table::get`] with the value as a view into its block (no copy; the view keeps
@@ -238,18 +240,27 @@ impl Table {
         ikey: &[u8],
         reads: BlockReads,
     ) -> Result<Option<(Vec<u8>, BlockSlice)>> {
-        self.find_entry(ikey, reads, |it| (it.key().to_vec(), it.value_slice()))
+        self.find_entry(ikey, reads)
     }
 
-    /// Positions a cursor on the first entry at or after `ikey` in the data block that
-    /// would hold it, and hands it to `take`; `None` as for [`Table::get`].
-    fn find_entry<T>(
+    /// The first entry at or after `ikey` in the data block that would hold it; `None`
+    /// as for [`Table::get`]. The order is chosen once here: bytewise keys are compared
+    /// inline through the whole seek.
+    fn find_entry(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<(Vec<u8>, BlockSlice)>> {
+        if self.order.user().is_bytewise() {
+            self.find_entry_in(InternalBytewise, ikey, reads)
+        } else {
+            self.find_entry_in(self.order.clone(), ikey, reads)
+        }
+    }
+
+    fn find_entry_in<O: KeyOrder>(
         &self,
+        order: O,
         ikey: &[u8],
         reads: BlockReads,
-        take: impl FnOnce(&BlockIter<InternalOrder>) -> T,
-    ) -> Result<Option<T>> {
-        let mut index = self.index.iter(self.order.clone());
+    ) -> Result<Option<(Vec<u8>, BlockSlice)>> {
+        let mut index = self.index.iter(order.clone());
         index.seek(ikey);
         index.status().map_err(|e| e.located(&self.name, 0))?;
         if !index.valid() {
@@ -263,11 +274,11 @@ impl Table {
             return Ok(None);
         }
         let block = self.read_block(handle, reads)?;
-        let mut it = block.iter(self.order.clone());
+        let mut it = block.iter(order);
         it.seek(ikey);
         it.status()
             .map_err(|e| e.located(&self.name, handle.offset))?;
-        Ok(it.valid().then(|| take(&it)))
+        Ok(it.valid().then(|| (it.key().to_vec(), it.value_slice())))
     }
 
     /// Approximate file offset where the data for `ikey` would start.
