@@ -22,6 +22,9 @@ pub fn record_header_len(key_len: usize, value_len: usize) -> usize {
         + crate::coding::varint_length(value_len as u64)
 }
 
+/// Bytes appended between two early writebacks (`WritableFile::start_writeback`).
+pub const WRITEBACK_EVERY: u64 = 1 << 20;
+
 /// Appends records to blob file `number`. Not thread-safe: the write leader owns it.
 pub struct BlobWriter {
     file: Box<dyn WritableFile>,
@@ -32,6 +35,8 @@ pub struct BlobWriter {
     records: u64,
     /// Bytes known durable.
     synced: u64,
+    /// Where the last early writeback was started ([`WRITEBACK_EVERY`]).
+    writeback_at: u64,
     /// The file's directory entry is known durable (synced by the caller).
     pub dir_synced: bool,
     /// The first failed append or sync: the file is never written or synced again (a
@@ -59,6 +64,7 @@ impl BlobWriter {
             header: Vec::with_capacity(16),
             records: 0,
             synced: 0,
+            writeback_at: 0,
             dir_synced: false,
             failed: None,
         })
@@ -125,6 +131,15 @@ impl BlobWriter {
         };
         self.offset += record_len as u64;
         self.records += 1;
+        if self.offset - self.writeback_at >= WRITEBACK_EVERY {
+            // Values go to the device while the memtable fills, not all at the flush's
+            // fdatasync (which the writer may be waiting for).
+            self.writeback_at = self.offset;
+            if let Err(e) = self.file.start_writeback() {
+                self.failed = Some(e.clone());
+                return Err(e);
+            }
+        }
         Ok(r)
     }
 

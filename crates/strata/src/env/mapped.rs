@@ -193,6 +193,13 @@ impl WritableFile for MappedLog {
             .sync_data()
             .map_err(|e| io_err("fdatasync", &self.path, e))
     }
+
+    fn start_writeback(&mut self) -> Result<()> {
+        // Pages dirtied through a shared map are in the page cache's dirty set like any
+        // others: the kernel starts writing them as for `write(2)`.
+        super::writeback::start(&self.file);
+        Ok(())
+    }
 }
 
 impl Drop for MappedLog {

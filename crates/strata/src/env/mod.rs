@@ -19,6 +19,7 @@ mod fault;
 mod mapped;
 mod mapped_read;
 mod mem;
+mod writeback;
 
 use std::fmt::Debug;
 use std::path::Path;
@@ -57,6 +58,13 @@ pub trait WritableFile: Send {
     fn flush(&mut self) -> Result<()>;
     /// Flushes, then makes the file's contents durable.
     fn sync(&mut self) -> Result<()>;
+    /// A hint: flushes, then lets the operating system start writing what was appended
+    /// to the device, without waiting (RocksDB's `bytes_per_sync`). It promises nothing
+    /// about durability; a later [`WritableFile::sync`] then has less left to write. The
+    /// default only flushes.
+    fn start_writeback(&mut self) -> Result<()> {
+        self.flush()
+    }
 }
 
 /// Holds a database's `LOCK` file; the lock is released on drop.
