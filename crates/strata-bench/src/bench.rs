@@ -821,6 +821,7 @@ mod tests {
             mmap_read: true,
             subcompactions: 2,
             memtable_run_size: 4 << 20,
+            max_write_buffer_number: 2,
             blob_threshold: 512,
             blob_gc_ratio: 0.25,
         };

@@ -32,6 +32,8 @@ pub struct Settings {
     /// Threads that merge one compaction at once (Strata's `max_subcompactions`); other
     /// engines ignore it.
     pub subcompactions: usize,
+    /// Strata's `max_write_buffer_number`; other engines ignore it.
+    pub max_write_buffer_number: usize,
     /// Strata's `memtable_run_size` (0: one run); other engines ignore it.
     pub memtable_run_size: usize,
     /// The `strata-blob` engine's `blob_threshold`: values of at least this many bytes go
@@ -195,6 +197,7 @@ pub mod strata_engine {
                 mmap_reads: s.mmap_read,
                 max_subcompactions: s.subcompactions,
                 memtable_run_size: s.memtable_run_size,
+                max_write_buffer_number: s.max_write_buffer_number,
                 blob_threshold: if self.blob { s.blob_threshold } else { 0 },
                 blob_gc_ratio: s.blob_gc_ratio,
                 ..Options::default()

@@ -78,6 +78,10 @@ pub struct Flags {
     /// engines ignore it).
     #[arg(long = "subcompactions", default_value_t = 2)]
     pub subcompactions: usize,
+    /// Strata: memtables held at once, the one taking writes included (RocksDB db_bench's
+    /// flag; LevelDB's is fixed at 2). Other engines ignore it.
+    #[arg(long = "max_write_buffer_number", default_value_t = 2)]
+    pub max_write_buffer_number: usize,
     /// Strata: a write buffer larger than this is cut into runs of at least this many
     /// bytes (0: one run). Other engines ignore it.
     #[arg(long = "memtable_run_size", default_value_t = 4 << 20)]

@@ -83,6 +83,7 @@ fn settings(f: &Flags) -> Settings {
         mmap_read: f.mmap_read,
         subcompactions: f.subcompactions,
         memtable_run_size: f.memtable_run_size,
+        max_write_buffer_number: f.max_write_buffer_number,
         blob_threshold: f.blob_threshold,
         blob_gc_ratio: f.blob_gc_ratio,
         compression: f.compression,

@@ -48,6 +48,13 @@ pub struct Options {
     pub recovery_mode: RecoveryMode,
     /// Bytes of writes gathered in memory before a flush to a table (default 4 MiB).
     pub write_buffer_size: usize,
+    /// Memtables held in memory at once, the one taking writes included (RocksDB's name;
+    /// default 2, as LevelDB: one full memtable may wait for its flush while the next
+    /// fills). With 3 or more, writes go on into a new memtable while several full ones
+    /// wait, so a writer waits only when flushes fall behind by that many: it helps when a
+    /// flush takes as long as filling a memtable (large values, slow syncs), at the cost
+    /// of up to this many write buffers of memory.
+    pub max_write_buffer_number: usize,
     /// Table files kept open at once (default 1000).
     pub max_open_files: usize,
     /// The block cache; `None` gives the database its own 8 MiB cache. Share one cache
@@ -140,6 +147,7 @@ impl Default for Options {
             paranoid_checks: false,
             recovery_mode: RecoveryMode::PointInTime,
             write_buffer_size: 4 << 20,
+            max_write_buffer_number: 2,
             max_open_files: 1000,
             block_cache: None,
             block_size: 4096,
@@ -178,6 +186,10 @@ impl Options {
         check(
             self.write_buffer_size <= 1 << 30,
             "write_buffer_size must be at most 1 GiB",
+        )?;
+        check(
+            (2..=16).contains(&self.max_write_buffer_number),
+            "max_write_buffer_number must be 2 to 16",
         )?;
         check(
             self.max_open_files >= 20,

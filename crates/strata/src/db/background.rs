@@ -55,7 +55,7 @@ pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
     if let Some(p) = &st.bg_paused {
         // A paused compaction does not hold back a flush: a memtable may fit where a
         // compaction's outputs did not. Nothing else runs before the retry.
-        if p.step == Step::Compaction && st.imm.is_some() {
+        if p.step == Step::Compaction && !st.imm.is_empty() {
             st.bg_scheduled = true;
             db.bg_cv.notify_all();
         }
@@ -68,14 +68,14 @@ pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
         .unwrap_or_else(|p| p.into_inner())
         .is_some();
     let manual_due = st.manual.as_ref().is_some_and(|m| !m.done);
-    if st.imm.is_some() || manual_due || v.compaction_score >= 1.0 || seek_due {
+    if !st.imm.is_empty() || manual_due || v.compaction_score >= 1.0 || seek_due {
         st.bg_scheduled = true;
         db.bg_cv.notify_all();
     }
 }
 
 fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-    if st.imm.is_some() {
+    if !st.imm.is_empty() {
         return compact_memtable(db, st, false);
     }
     if st.bg_paused.is_some() {

@@ -101,7 +101,7 @@ pub(super) fn record_failure(db: &DbInner, st: &mut State, f: Failure, step: Ste
 pub(super) fn pause_blocking_writes(st: &State) -> Option<&Paused> {
     st.bg_paused
         .as_ref()
-        .filter(|p| st.imm.is_none() || p.step == Step::Flush)
+        .filter(|p| st.imm.is_empty() || p.step == Step::Flush)
 }
 
 /// The final error, or else the error of the paused step, if any.

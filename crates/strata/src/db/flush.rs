@@ -29,15 +29,20 @@ pub(super) fn compact_memtable<'a>(
     if st.bg_error.is_some() {
         return st;
     }
-    let Some(imm) = st.imm.clone() else { return st };
+    let Some((_, imm)) = st.imm.front().cloned() else {
+        return st;
+    };
+    // The oldest WAL still needed once this memtable is a table: the next full
+    // memtable's, or the live one's. Switches during the flush only add later ones.
+    let needed_log = st.imm.get(1).map_or(st.log_file_number, |(n, _)| *n);
     let base = st.versions.current();
     let number = st.versions.new_file_number();
     st.pending_outputs.insert(number);
-    // X3: the blob files of the WALs this flush retires are named by its edit; no switch
-    // can add one meanwhile (a switch waits for the immutable memtable to go).
+    // X3: the blob files of the WALs this flush retires (older than `needed_log`) are
+    // named by its edit.
     let blob_files: Vec<(u64, u64, u64)> = st
         .blob_counts
-        .range(..st.log_file_number)
+        .range(..needed_log)
         .map(|(&n, &(refs, bytes))| (n, refs, bytes))
         .collect();
     let writers = st.older_blobs.clone();
@@ -91,8 +96,8 @@ pub(super) fn compact_memtable<'a>(
     if let Some(m) = meta {
         edit.new_files.push((level, m));
     }
-    // The flushed memtable's WAL is no longer needed: the live one is.
-    edit.log_number = Some(st.log_file_number);
+    // The flushed memtable's WAL is no longer needed; the next one is.
+    edit.log_number = Some(needed_log);
     edit.prev_log_number = Some(0);
     edit.new_blob_files = blob_files;
     let applied;
@@ -102,13 +107,12 @@ pub(super) fn compact_memtable<'a>(
             for (n, ..) in &edit.new_blob_files {
                 st.blob_counts.remove(n);
             }
-            if let Some(m) = st.imm.take()
+            if let Some((log, m)) = st.imm.pop_front()
                 && db.options.blob_threshold > 0
             {
-                let log = st.imm_log_number;
                 st.retired_mems.push((log, Arc::downgrade(&m)));
             }
-            db.has_imm.store(false, Ordering::Release);
+            db.has_imm.store(!st.imm.is_empty(), Ordering::Release);
             st.flushes += 1;
             st.bg_pause_streak = 0;
             delete_obsolete_files(db, &mut st);

@@ -13,12 +13,15 @@ use crate::version::NUM_LEVELS;
 pub(super) fn flush(db: &DbInner) -> Result<()> {
     write::write(db, None, false)?;
     let mut st = db.lock();
-    while st.imm.is_some() && st.bg_error.is_none() && pause_blocking_writes(&st).is_none() {
+    while !st.imm.is_empty() && st.bg_error.is_none() && pause_blocking_writes(&st).is_none() {
         maybe_schedule(db, &mut st);
         st = db.wait(&db.bg_cv, st);
     }
     // A compaction that failed after the flush is not this call's failure.
-    match st.imm.as_ref().and_then(|_| background_failure(&st)) {
+    match (!st.imm.is_empty())
+        .then(|| background_failure(&st))
+        .flatten()
+    {
         Some(e) => Err(e),
         None => Ok(()),
     }

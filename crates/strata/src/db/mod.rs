@@ -118,7 +118,10 @@ struct LevelStats {
 /// What the state mutex guards.
 struct State {
     mem: Arc<MemTable>,
-    imm: Option<Arc<MemTable>>,
+    /// Full memtables waiting for their flush, oldest first, each with the number of its
+    /// WAL (and blob file); at most `Options::max_write_buffer_number - 1`. Flushed in
+    /// order, so the oldest's WAL is the oldest one needed.
+    imm: VecDeque<(u64, Arc<MemTable>)>,
     /// The WAL; taken out by the write leader while it writes (D1).
     log: Option<LogWriter<dyn WritableFile>>,
     log_file_number: u64,
@@ -137,8 +140,6 @@ struct State {
     /// Refs written per blob file the manifest does not name yet, as (refs, record
     /// bytes); the flush that retires their WAL names them (X3).
     blob_counts: BTreeMap<u64, (u64, u64)>,
-    /// The WAL the immutable memtable came from (its blob file's number too).
-    imm_log_number: u64,
     /// Flushed memtables readers may still hold (an iterator, a lookup in flight), with
     /// their WAL numbers: such a memtable can still lead a reader to its WAL's blob file,
     /// which is kept while it lives even if every table's ref to it is gone (X3).
@@ -182,7 +183,7 @@ pub(crate) struct DbInner {
     /// Signalled when background work is requested or finishes.
     bg_cv: Condvar,
     shutting_down: AtomicBool,
-    /// True while an immutable memtable waits for its flush (read without the lock by
+    /// True while a full memtable waits for its flush (read without the lock by
     /// a running compaction, which then flushes first).
     has_imm: AtomicBool,
     _lock: Box<dyn FileLock>,
@@ -449,11 +450,15 @@ impl Db {
             (
                 seqnum,
                 Arc::clone(&st.mem),
-                st.imm.clone(),
+                st.imm
+                    .iter()
+                    .map(|(_, m)| Arc::clone(m))
+                    .collect::<Vec<_>>(),
                 st.versions.current(),
             )
         };
-        for m in std::iter::once(&mem).chain(imm.as_ref()) {
+        // Newest first: the live memtable, then the full ones from the newest.
+        for m in std::iter::once(&mem).chain(imm.iter().rev()) {
             match m.get(key, seqnum) {
                 Some(Lookup::Value(v)) => return Ok(Some(from_memtable(v))),
                 Some(Lookup::Blob(r)) => {
@@ -510,7 +515,7 @@ impl Db {
         let version = st.versions.current();
         let mut children: Vec<BoxCursor> = vec![Box::new(st.mem.iter())];
         let mut mems = vec![Arc::clone(&st.mem)];
-        if let Some(imm) = &st.imm {
+        for (_, imm) in &st.imm {
             children.push(Box::new(imm.iter()));
             mems.push(Arc::clone(imm));
         }

@@ -60,7 +60,10 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
         }
         "leveldb.approximate-memory-usage" => {
             let mem = st.mem.approximate_memory_usage()
-                + st.imm.as_ref().map_or(0, |m| m.approximate_memory_usage())
+                + st.imm
+                    .iter()
+                    .map(|(_, m)| m.approximate_memory_usage())
+                    .sum::<usize>()
                 + db.table_cache.block_cache().usage();
             Some(mem.to_string())
         }

@@ -230,8 +230,11 @@ pub(super) fn make_room_for_write<'a>(
         {
             // Room left (an empty memtable always has room: switching it would free none).
             return (st, Ok(()));
-        } else if st.imm.is_some() || level0 >= L0_STOP_TRIGGER {
-            // The previous memtable is still being flushed, or level 0 is full.
+        } else if st.imm.len() + 1 >= db.options.max_write_buffer_number
+            || level0 >= L0_STOP_TRIGGER
+        {
+            // As many full memtables wait for their flush as the options allow, or level
+            // 0 is full.
             // D5: if the work this write waits for is paused, do not wait for it.
             if let Some(p) = failure::pause_blocking_writes(&st) {
                 let e = p.error.clone();
@@ -280,8 +283,7 @@ pub(super) fn make_room_for_write<'a>(
                     st.log = Some(new);
                     st.log_file_number = number;
                     let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
-                    st.imm = Some(full);
-                    st.imm_log_number = old_number;
+                    st.imm.push_back((old_number, full));
                     db.has_imm.store(true, Ordering::Release);
                     force = false;
                     background::maybe_schedule(db, &mut st);

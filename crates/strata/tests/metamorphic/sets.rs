@@ -1,7 +1,8 @@
 //! The option sets one log runs under. Each must show exactly what the model shows; the
 //! sets differ in everything that should not matter: memtable, block and table sizes,
 //! restart interval, compression, Bloom filters, cache size, open-file limit, checksum
-//! verification on reads, paranoid checks, compaction shards (1 to 4), memtables of one run or many, the log written
+//! verification on reads, paranoid checks, compaction shards (1 to 4), memtables of one run or many, one to three
+//! full memtables waiting for their flush, the log written
 //! through a memory map or with `write(2)`, value separation (blob files) on and off, a
 //! user's comparator and filter policy (bytewise order and Bloom filters, through the
 //! engine's paths for user-supplied ones) against the built-in ones, and the real
@@ -73,6 +74,7 @@ pub fn all() -> Vec<OptionSet> {
         compression: Compression::None,
         max_subcompactions: 4,
         memtable_run_size: 1 << 10,
+        max_write_buffer_number: 4,
         ..Options::default()
     };
     let small_snappy = Options {
@@ -123,6 +125,7 @@ pub fn all() -> Vec<OptionSet> {
         max_file_size: 16 << 10,
         blob_threshold: 24,
         bloom_bits_per_key: Some(10),
+        max_write_buffer_number: 3,
         ..Options::default()
     };
     vec![
