@@ -822,6 +822,7 @@ mod tests {
             subcompactions: 2,
             memtable_run_size: 4 << 20,
             max_write_buffer_number: 2,
+            level0_triggers: (8, 12),
             blob_threshold: 512,
             blob_gc_ratio: 0.25,
         };

@@ -34,6 +34,8 @@ pub struct Settings {
     pub subcompactions: usize,
     /// Strata's `max_write_buffer_number`; other engines ignore it.
     pub max_write_buffer_number: usize,
+    /// Strata's level-0 slowdown and stop triggers; other engines ignore them.
+    pub level0_triggers: (usize, usize),
     /// Strata's `memtable_run_size` (0: one run); other engines ignore it.
     pub memtable_run_size: usize,
     /// The `strata-blob` engine's `blob_threshold`: values of at least this many bytes go
@@ -198,6 +200,8 @@ pub mod strata_engine {
                 max_subcompactions: s.subcompactions,
                 memtable_run_size: s.memtable_run_size,
                 max_write_buffer_number: s.max_write_buffer_number,
+                level0_slowdown_writes_trigger: s.level0_triggers.0,
+                level0_stop_writes_trigger: s.level0_triggers.1,
                 blob_threshold: if self.blob { s.blob_threshold } else { 0 },
                 blob_gc_ratio: s.blob_gc_ratio,
                 ..Options::default()

@@ -82,6 +82,14 @@ pub struct Flags {
     /// flag; LevelDB's is fixed at 2). Other engines ignore it.
     #[arg(long = "max_write_buffer_number", default_value_t = 2)]
     pub max_write_buffer_number: usize,
+    /// Strata: level-0 tables at which each write is delayed 1 ms (RocksDB db_bench's
+    /// flag; LevelDB's is fixed at 8). Other engines ignore it.
+    #[arg(long = "level0_slowdown_writes_trigger", default_value_t = 8)]
+    pub level0_slowdown_writes_trigger: usize,
+    /// Strata: level-0 tables at which writes wait (RocksDB db_bench's flag; LevelDB's is
+    /// fixed at 12). Other engines ignore it.
+    #[arg(long = "level0_stop_writes_trigger", default_value_t = 12)]
+    pub level0_stop_writes_trigger: usize,
     /// Strata: a write buffer larger than this is cut into runs of at least this many
     /// bytes (0: one run). Other engines ignore it.
     #[arg(long = "memtable_run_size", default_value_t = 4 << 20)]

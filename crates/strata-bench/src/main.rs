@@ -84,6 +84,10 @@ fn settings(f: &Flags) -> Settings {
         subcompactions: f.subcompactions,
         memtable_run_size: f.memtable_run_size,
         max_write_buffer_number: f.max_write_buffer_number,
+        level0_triggers: (
+            f.level0_slowdown_writes_trigger,
+            f.level0_stop_writes_trigger,
+        ),
         blob_threshold: f.blob_threshold,
         blob_gc_ratio: f.blob_gc_ratio,
         compression: f.compression,

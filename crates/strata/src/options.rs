@@ -55,6 +55,14 @@ pub struct Options {
     /// flush takes as long as filling a memtable (large values, slow syncs), at the cost
     /// of up to this many write buffers of memory.
     pub max_write_buffer_number: usize,
+    /// Level-0 tables at which each write is delayed by a millisecond (RocksDB's name;
+    /// default 8, LevelDB's fixed value), so compactions catch up. With value separation
+    /// level-0 tables hold refs only (a 4 MB write buffer of 1 KB values makes a table of
+    /// about 100 KB), and a larger count costs little: RocksDB's default is 20.
+    pub level0_slowdown_writes_trigger: usize,
+    /// Level-0 tables at which writes wait for a compaction (default 12, LevelDB's;
+    /// RocksDB's is 36).
+    pub level0_stop_writes_trigger: usize,
     /// Table files kept open at once (default 1000).
     pub max_open_files: usize,
     /// The block cache; `None` gives the database its own 8 MiB cache. Share one cache
@@ -148,6 +156,8 @@ impl Default for Options {
             recovery_mode: RecoveryMode::PointInTime,
             write_buffer_size: 4 << 20,
             max_write_buffer_number: 2,
+            level0_slowdown_writes_trigger: crate::version::L0_SLOWDOWN_TRIGGER,
+            level0_stop_writes_trigger: crate::version::L0_STOP_TRIGGER,
             max_open_files: 1000,
             block_cache: None,
             block_size: 4096,
@@ -190,6 +200,13 @@ impl Options {
         check(
             (2..=16).contains(&self.max_write_buffer_number),
             "max_write_buffer_number must be 2 to 16",
+        )?;
+        check(
+            (crate::version::L0_COMPACTION_TRIGGER..=1000)
+                .contains(&self.level0_slowdown_writes_trigger)
+                && self.level0_slowdown_writes_trigger <= self.level0_stop_writes_trigger
+                && self.level0_stop_writes_trigger <= 1000,
+            "level-0 triggers must satisfy 4 <= slowdown <= stop <= 1000",
         )?;
         check(
             self.max_open_files >= 20,

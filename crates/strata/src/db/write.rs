@@ -20,7 +20,6 @@ use crate::log::LogWriter;
 
 /// The write-ahead log as the state holds it.
 type Log = LogWriter<dyn crate::env::WritableFile>;
-use crate::version::{L0_SLOWDOWN_TRIGGER, L0_STOP_TRIGGER};
 
 /// Largest group the leader builds, in encoded bytes.
 const MAX_GROUP_BYTES: usize = 1 << 20;
@@ -213,7 +212,7 @@ pub(super) fn make_room_for_write<'a>(
             return (st, Err(e));
         }
         let level0 = st.versions.current().levels[0].len();
-        if allow_delay && level0 >= L0_SLOWDOWN_TRIGGER {
+        if allow_delay && level0 >= db.options.level0_slowdown_writes_trigger {
             // Level 0 is filling: give the compaction some CPU, once per write.
             let started = Instant::now();
             drop(st);
@@ -231,7 +230,7 @@ pub(super) fn make_room_for_write<'a>(
             // Room left (an empty memtable always has room: switching it would free none).
             return (st, Ok(()));
         } else if st.imm.len() + 1 >= db.options.max_write_buffer_number
-            || level0 >= L0_STOP_TRIGGER
+            || level0 >= db.options.level0_stop_writes_trigger
         {
             // As many full memtables wait for their flush as the options allow, or level
             // 0 is full.

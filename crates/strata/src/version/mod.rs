@@ -30,9 +30,11 @@ pub use version::{FileMeta, GetResult, Version};
 
 /// Level-0 table count that triggers a compaction.
 pub const L0_COMPACTION_TRIGGER: usize = 4;
-/// Level-0 table count at which each write is delayed by 1 ms.
+/// Level-0 table count at which each write is delayed by 1 ms (LevelDB's; the default of
+/// `Options::level0_slowdown_writes_trigger`).
 pub const L0_SLOWDOWN_TRIGGER: usize = 8;
-/// Level-0 table count at which writes wait for compaction.
+/// Level-0 table count at which writes wait for compaction (LevelDB's; the default of
+/// `Options::level0_stop_writes_trigger`).
 pub const L0_STOP_TRIGGER: usize = 12;
 /// Deepest level a flushed memtable may be placed at when it overlaps nothing.
 pub const MAX_MEM_COMPACT_LEVEL: usize = 2;

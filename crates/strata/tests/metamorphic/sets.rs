@@ -2,7 +2,7 @@
 //! sets differ in everything that should not matter: memtable, block and table sizes,
 //! restart interval, compression, Bloom filters, cache size, open-file limit, checksum
 //! verification on reads, paranoid checks, compaction shards (1 to 4), memtables of one run or many, one to three
-//! full memtables waiting for their flush, the log written
+//! full memtables waiting for their flush, level-0 triggers (LevelDB's and 4/5), the log written
 //! through a memory map or with `write(2)`, value separation (blob files) on and off, a
 //! user's comparator and filter policy (bytewise order and Bloom filters, through the
 //! engine's paths for user-supplied ones) against the built-in ones, and the real
@@ -108,6 +108,9 @@ pub fn all() -> Vec<OptionSet> {
         bloom_bits_per_key: Some(1),
         background_retry_interval: Duration::from_millis(10),
         max_subcompactions: 1,
+        // Writes wait for level 0 early and often.
+        level0_slowdown_writes_trigger: 4,
+        level0_stop_writes_trigger: 5,
         ..Options::default()
     };
     // Value separation: nearly every value in a blob file, in memory; and a mix on disk,
