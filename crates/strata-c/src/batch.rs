@@ -18,15 +18,10 @@ pub extern "C" fn leveldb_writebatch_create() -> *mut leveldb_writebatch_t {
     Box::into_raw(Box::default())
 }
 
-/// # Safety
-/// `b` is NULL or came from `leveldb_writebatch_create` and is destroyed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_writebatch_destroy(b: *mut leveldb_writebatch_t) {
-    if !b.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(b) });
-    }
-}
+destroy_fn!(
+    /// Frees a write batch.
+    leveldb_writebatch_destroy: leveldb_writebatch_t
+);
 
 /// # Safety
 /// A live batch.

@@ -41,17 +41,10 @@ pub unsafe extern "C" fn leveldb_open(
     }
 }
 
-/// Closes the database (its background work is finished first).
-///
-/// # Safety
-/// `db` is NULL or came from `leveldb_open` and is closed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_close(db: *mut leveldb_t) {
-    if !db.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(db) });
-    }
-}
+destroy_fn!(
+    /// Closes the database (its background work is finished first).
+    leveldb_close: leveldb_t
+);
 
 /// # Safety
 /// Live `db` and `options`; `key` holds `keylen` bytes, `val` `vallen`; `errptr` as in C2.

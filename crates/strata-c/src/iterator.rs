@@ -29,15 +29,10 @@ pub unsafe extern "C" fn leveldb_create_iterator(
     Box::into_raw(Box::new(leveldb_iterator_t { it }))
 }
 
-/// # Safety
-/// `it` is NULL or came from `leveldb_create_iterator` and is destroyed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_iter_destroy(it: *mut leveldb_iterator_t) {
-    if !it.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(it) });
-    }
-}
+destroy_fn!(
+    /// Frees an iterator.
+    leveldb_iter_destroy: leveldb_iterator_t
+);
 
 /// # Safety
 /// A live iterator.

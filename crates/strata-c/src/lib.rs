@@ -24,6 +24,24 @@
 
 #![allow(non_camel_case_types)]
 
+/// Defines `leveldb_*_destroy`-style functions: each frees a box this library handed out.
+macro_rules! destroy_fn {
+    ($(#[$doc:meta])* $name:ident: $ty:ty) => {
+        $(#[$doc])*
+        ///
+        /// # Safety
+        /// The pointer is NULL or came from this library's matching create function and is
+        /// destroyed once.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $name(p: *mut $ty) {
+            if !p.is_null() {
+                // SAFETY: the caller's guarantee.
+                drop(unsafe { Box::from_raw(p) });
+            }
+        }
+    };
+}
+
 mod batch;
 mod callbacks;
 mod db;

@@ -77,15 +77,10 @@ pub extern "C" fn leveldb_options_create() -> *mut leveldb_options_t {
     Box::into_raw(Box::default())
 }
 
-/// # Safety
-/// `o` is NULL or came from `leveldb_options_create` and is destroyed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_options_destroy(o: *mut leveldb_options_t) {
-    if !o.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(o) });
-    }
-}
+destroy_fn!(
+    /// Frees options; databases opened with them keep their own copy.
+    leveldb_options_destroy: leveldb_options_t
+);
 
 /// # Safety
 /// `o` and `cmp` are NULL or live objects of this library.
@@ -237,15 +232,10 @@ pub extern "C" fn leveldb_readoptions_create() -> *mut leveldb_readoptions_t {
     Box::into_raw(Box::default())
 }
 
-/// # Safety
-/// `o` is NULL or came from `leveldb_readoptions_create` and is destroyed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_readoptions_destroy(o: *mut leveldb_readoptions_t) {
-    if !o.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(o) });
-    }
-}
+destroy_fn!(
+    /// Frees read options (and their hold on a snapshot).
+    leveldb_readoptions_destroy: leveldb_readoptions_t
+);
 
 /// Checksums are verified by default in Strata (LevelDB's default is off); 0 turns that off.
 ///
@@ -286,15 +276,10 @@ pub extern "C" fn leveldb_writeoptions_create() -> *mut leveldb_writeoptions_t {
     Box::into_raw(Box::default())
 }
 
-/// # Safety
-/// `o` is NULL or came from `leveldb_writeoptions_create` and is destroyed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_writeoptions_destroy(o: *mut leveldb_writeoptions_t) {
-    if !o.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(o) });
-    }
-}
+destroy_fn!(
+    /// Frees write options.
+    leveldb_writeoptions_destroy: leveldb_writeoptions_t
+);
 
 /// # Safety
 /// `o` is NULL or a live write options object.
@@ -312,17 +297,10 @@ pub extern "C" fn leveldb_cache_create_lru(capacity: usize) -> *mut leveldb_cach
     }))
 }
 
-/// Drops the caller's handle; databases opened with the cache keep it alive until closed.
-///
-/// # Safety
-/// `cache` is NULL or came from `leveldb_cache_create_lru` and is destroyed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_cache_destroy(cache: *mut leveldb_cache_t) {
-    if !cache.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(cache) });
-    }
-}
+destroy_fn!(
+    /// Drops the caller's handle; databases opened with the cache keep it alive until closed.
+    leveldb_cache_destroy: leveldb_cache_t
+);
 
 #[unsafe(no_mangle)]
 pub extern "C" fn leveldb_create_default_env() -> *mut leveldb_env_t {
@@ -331,15 +309,10 @@ pub extern "C" fn leveldb_create_default_env() -> *mut leveldb_env_t {
     }))
 }
 
-/// # Safety
-/// `env` is NULL or came from `leveldb_create_default_env` and is destroyed once.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn leveldb_env_destroy(env: *mut leveldb_env_t) {
-    if !env.is_null() {
-        // SAFETY: the caller's guarantee.
-        drop(unsafe { Box::from_raw(env) });
-    }
-}
+destroy_fn!(
+    /// Frees an environment handle; databases opened with it keep their own.
+    leveldb_env_destroy: leveldb_env_t
+);
 
 /// A directory for tests, as LevelDB's POSIX environment gives it: `$TEST_TMPDIR` if set,
 /// else `/tmp/leveldbtest-<euid>`, created if missing. `malloc`'d; NULL if `env` is NULL.

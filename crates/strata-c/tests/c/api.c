@@ -39,16 +39,6 @@ static leveldb_cache_t *g_cache;    /* shared LRU block cache */
 static leveldb_readoptions_t *g_ro; /* plain read options */
 static leveldb_writeoptions_t *g_wo;
 
-/* Path of database NAME under DIR (static buffer, rotated). */
-static const char *db_path(const char *name) {
-  static char bufs[4][4096];
-  static int next;
-  char *b = bufs[next++ % 4];
-  int n = snprintf(b, sizeof bufs[0], "%s/%s", g_dir, name);
-  CHECK(n > 0 && (size_t)n < sizeof bufs[0]);
-  return b;
-}
-
 /* Options with every plain setter applied; callers add the rest. */
 static leveldb_options_t *new_options(int create) {
   leveldb_options_t *o = leveldb_options_create();
@@ -1135,6 +1125,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   g_dir = argv[1];
+  check_dir = g_dir;
   if (mkdir(g_dir, 0755) != 0 && errno != EEXIST) {
     perror(g_dir);
     return 2;

@@ -6,6 +6,8 @@
  * CHECK_NOERR(err)   fail if a LevelDB errptr holds a message (prints it)
  * CHECK_ERR(err)     fail if a LevelDB errptr holds no message
  * say(fmt, ...)      print one transcript line to stdout
+ * db_path(name)      NAME under the program's directory (check_dir), in one of
+ *                    four rotating static buffers
  *
  * On failure the transcript written so far is flushed, a message goes to
  * stderr and the program exits with status 1.  Transcript lines must only
@@ -62,6 +64,18 @@ static void say(const char *fmt, ...) {
   do {                                                      \
     if ((err) == NULL) FAIL("expected an error, got none"); \
   } while (0)
+
+/* The program's working directory (its DIR argument). */
+static const char *check_dir = ".";
+
+static inline const char *db_path(const char *name) {
+  static char bufs[4][4096];
+  static int next;
+  char *b = bufs[next++ % 4];
+  int n = snprintf(b, sizeof bufs[0], "%s/%s", check_dir, name);
+  CHECK(n > 0 && (size_t)n < sizeof bufs[0]);
+  return b;
+}
 
 /* Compare a (pointer, length) result with a NUL-terminated expectation. */
 #define CHECK_BYTES(p, n, s) \

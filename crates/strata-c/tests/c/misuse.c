@@ -62,15 +62,6 @@ static const char *g_dir;
 static leveldb_readoptions_t *g_ro;
 static leveldb_writeoptions_t *g_wo;
 
-static const char *db_path(const char *name) {
-  static char bufs[4][4096];
-  static int next;
-  char *b = bufs[next++ % 4];
-  int n = snprintf(b, sizeof bufs[0], "%s/%s", g_dir, name);
-  CHECK(n > 0 && (size_t)n < sizeof bufs[0]);
-  return b;
-}
-
 static leveldb_options_t *new_options(int create) {
   leveldb_options_t *o = leveldb_options_create();
   CHECK(o != NULL);
@@ -571,6 +562,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   g_dir = argv[1];
+  check_dir = g_dir;
   if (mkdir(g_dir, 0755) != 0 && errno != EEXIST) {
     perror(g_dir);
     return 2;

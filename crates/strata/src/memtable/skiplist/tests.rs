@@ -354,7 +354,8 @@ fn versioned_reads_at_a_published_seqnum_agree_while_inserting() {
 fn many_versions_of_few_keys_stay_sorted() {
     let list = SkipList::new();
     let mut rng = Rng(99);
-    for seq in 1..=20_000u64 {
+    let n = scale(20_000) as u64;
+    for seq in 1..=n {
         let user = format!("k{:03}", rng.below(64)).into_bytes();
         list.insert(
             &user,
@@ -379,7 +380,7 @@ fn many_versions_of_few_keys_stay_sorted() {
         i += 1;
         c.next();
     }
-    assert_eq!(i, 20_000);
+    assert_eq!(i, n);
 }
 
 /// A second insert of the same internal key (damaged input only) is dropped: the list
