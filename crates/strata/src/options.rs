@@ -63,7 +63,9 @@ pub struct Options {
     /// Level-0 tables at which writes wait for a compaction (default 12, LevelDB's;
     /// RocksDB's is 36).
     pub level0_stop_writes_trigger: usize,
-    /// Table files kept open at once (default 1000).
+    /// Files kept open at once for reading (default 1000): tables, and with value
+    /// separation on, blob files too (a quarter of them for blob files). Ten are kept
+    /// aside, as LevelDB does.
     pub max_open_files: usize,
     /// The block cache; `None` gives the database its own 8 MiB cache. Share one cache
     /// between databases by passing clones of the same `Arc`.

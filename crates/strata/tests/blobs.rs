@@ -394,3 +394,32 @@ fn threshold_off_and_a_full_compaction_give_back_a_leveldb_database() {
     let want: Vec<_> = model.into_iter().collect();
     assert!(all == want, "LevelDB reads other values");
 }
+
+#[test]
+fn more_blob_files_than_open_file_slots_all_read() {
+    // max_open_files 20: 10 kept aside, 4 slots for blob files; values spread over many
+    // more blob files (no garbage collection, so none is rewritten away).
+    let dir = tempfile::tempdir().unwrap();
+    let opts = Options {
+        max_open_files: 20,
+        write_buffer_size: 16 << 10,
+        blob_gc_ratio: 1.0,
+        ..options()
+    };
+    let db = Db::open(dir.path(), opts).unwrap();
+    let mut model = BTreeMap::new();
+    for i in 0..200u64 {
+        let v = vec![b'a' + (i % 26) as u8; 3_000];
+        db.put(key(i), &v).unwrap();
+        model.insert(key(i), v);
+    }
+    db.flush().unwrap();
+    assert!(
+        blob_files(dir.path()).len() > 8,
+        "the test needs more blob files than slots: {:?}",
+        blob_files(dir.path())
+    );
+    for _ in 0..2 {
+        check(&db, &model);
+    }
+}

@@ -7,6 +7,10 @@
 //! `pread`. Writers say which files they append to ([`BlobStore::begin_writing`]) and
 //! when they are done ([`BlobStore::seal`]); every other file (those of earlier runs
 //! included) is complete.
+//!
+//! At most `capacity` files are kept open (their share of `Options::max_open_files`);
+//! opening one more closes the least recently read. A reader in the middle of a read
+//! holds its file through an `Arc`, so closing never pulls a file from under a read.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,7 +37,9 @@ const PREAD_AT_LEAST: usize = 16 << 10;
 
 #[derive(Default)]
 struct Files {
-    open: HashMap<u64, Open>,
+    /// Open files, each with the tick of its last use.
+    open: HashMap<u64, (Open, u64)>,
+    tick: u64,
     /// Files a writer still appends to.
     writing: std::collections::HashSet<u64>,
 }
@@ -43,6 +49,7 @@ pub struct BlobStore {
     env: Arc<dyn Env>,
     dir: PathBuf,
     mapped: bool,
+    capacity: usize,
     files: Mutex<Files>,
 }
 
@@ -55,13 +62,14 @@ impl std::fmt::Debug for BlobStore {
 }
 
 impl BlobStore {
-    /// A store for the blob files of the database in `dir`; with `mapped`, sealed files
-    /// are read through memory maps.
-    pub fn new(env: Arc<dyn Env>, dir: PathBuf, mapped: bool) -> Self {
+    /// A store for the blob files of the database in `dir`, keeping at most `capacity`
+    /// of them open; with `mapped`, sealed files are read through memory maps.
+    pub fn new(env: Arc<dyn Env>, dir: PathBuf, mapped: bool, capacity: usize) -> Self {
         BlobStore {
             env,
             dir,
             mapped,
+            capacity: capacity.max(1),
             files: Mutex::new(Files::default()),
         }
     }
@@ -72,7 +80,10 @@ impl BlobStore {
 
     fn open(&self, number: u64) -> Result<Open> {
         let mut files = self.lock();
-        if let Some(f) = files.open.get(&number) {
+        files.tick += 1;
+        let tick = files.tick;
+        if let Some((f, used)) = files.open.get_mut(&number) {
+            *used = tick;
             return Ok(f.clone());
         }
         let path = filename::blob(&self.dir, number);
@@ -86,8 +97,22 @@ impl BlobStore {
             file: self.env.new_random_access(&path)?,
             map,
         };
-        files.open.insert(number, open.clone());
+        if files.open.len() >= self.capacity
+            && let Some(oldest) = files
+                .open
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(n, _)| *n)
+        {
+            files.open.remove(&oldest);
+        }
+        files.open.insert(number, (open.clone(), tick));
         Ok(open)
+    }
+
+    /// Blob files open now.
+    pub fn open_files(&self) -> usize {
+        self.lock().open.len()
     }
 
     /// A writer is about to append to blob file `number` (before any ref to it exists).

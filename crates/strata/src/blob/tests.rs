@@ -13,8 +13,37 @@ fn store_with(records: &[(&[u8], Vec<u8>)]) -> (Arc<MemEnv>, BlobStore, Vec<Blob
     let refs: Vec<_> = records.iter().map(|(k, v)| w.add(k, v).unwrap()).collect();
     w.flush().unwrap();
     assert_eq!(w.records(), records.len() as u64);
-    let store = BlobStore::new(Arc::clone(&env) as Arc<dyn Env>, dir.to_path_buf(), true);
+    let store = BlobStore::new(
+        Arc::clone(&env) as Arc<dyn Env>,
+        dir.to_path_buf(),
+        true,
+        16,
+    );
     (env, store, refs)
+}
+
+#[test]
+fn at_most_capacity_files_stay_open_and_every_file_still_reads() {
+    let env = Arc::new(MemEnv::new());
+    let dir = Path::new("/db");
+    let mut refs = Vec::new();
+    for n in 1..=6u64 {
+        let file = env.new_writable(&filename::blob(dir, n)).unwrap();
+        let mut w = BlobWriter::new(file, n).unwrap();
+        refs.push((n, w.add(b"k", &n.to_le_bytes()).unwrap()));
+        w.flush().unwrap();
+    }
+    let store = BlobStore::new(Arc::clone(&env) as Arc<dyn Env>, dir.to_path_buf(), true, 2);
+    for round in 0..3 {
+        for (n, r) in &refs {
+            assert_eq!(
+                store.read(b"k", &r.encode()).unwrap(),
+                n.to_le_bytes(),
+                "{round}"
+            );
+            assert!(store.open_files() <= 2, "{} open", store.open_files());
+        }
+    }
 }
 
 #[test]

@@ -128,11 +128,23 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         .block_cache
         .clone()
         .unwrap_or_else(|| BlockCache::new(DEFAULT_BLOCK_CACHE));
+    // Open files: 10 kept aside (as LevelDB), a quarter of the rest for blob files when
+    // values may be in them, the remainder for tables.
+    let spare = options.max_open_files.saturating_sub(10).max(10);
+    let blob_files = if options.blob_threshold > 0 {
+        (spare / 4).max(4)
+    } else {
+        4
+    };
     let table_cache = Arc::new(TableCache::new(
         dir,
         Arc::clone(&env),
         block_cache,
-        options.max_open_files.saturating_sub(10).max(10),
+        if options.blob_threshold > 0 {
+            spare.saturating_sub(blob_files).max(10)
+        } else {
+            spare
+        },
         options.mmap_reads,
         options.table_format(),
     ));
@@ -144,6 +156,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
             Arc::clone(&env),
             dir.to_path_buf(),
             options.mmap_reads,
+            blob_files,
         )),
         snapshots: Arc::new(SnapshotList::default()),
         state: Mutex::new(State {
