@@ -29,7 +29,7 @@ pub(super) fn compact_memtable<'a>(
     if st.bg_error.is_some() {
         return st;
     }
-    let Some((_, imm)) = st.imm.front().cloned() else {
+    let Some((_, imm)) = st.imm.first().cloned() else {
         return st;
     };
     // The oldest WAL still needed once this memtable is a table: the next full
@@ -107,7 +107,8 @@ pub(super) fn compact_memtable<'a>(
             for (n, ..) in &edit.new_blob_files {
                 st.blob_counts.remove(n);
             }
-            if let Some((log, m)) = st.imm.pop_front()
+            let flushed = (!st.imm.is_empty()).then(|| Arc::make_mut(&mut st.imm).remove(0));
+            if let Some((log, m)) = flushed
                 && db.options.blob_threshold > 0
             {
                 st.retired_mems.push((log, Arc::downgrade(&m)));

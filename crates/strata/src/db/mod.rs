@@ -120,8 +120,10 @@ struct State {
     mem: Arc<MemTable>,
     /// Full memtables waiting for their flush, oldest first, each with the number of its
     /// WAL (and blob file); at most `Options::max_write_buffer_number - 1`. Flushed in
-    /// order, so the oldest's WAL is the oldest one needed.
-    imm: VecDeque<(u64, Arc<MemTable>)>,
+    /// order, so the oldest's WAL is the oldest one needed. Copied on write: a lookup
+    /// takes the list with one reference count, and a switch or flush that finds it held
+    /// copies the few entries.
+    imm: Arc<Vec<(u64, Arc<MemTable>)>>,
     /// The WAL; taken out by the write leader while it writes (D1).
     log: Option<LogWriter<dyn WritableFile>>,
     log_file_number: u64,
@@ -450,15 +452,12 @@ impl Db {
             (
                 seqnum,
                 Arc::clone(&st.mem),
-                st.imm
-                    .iter()
-                    .map(|(_, m)| Arc::clone(m))
-                    .collect::<Vec<_>>(),
+                Arc::clone(&st.imm),
                 st.versions.current(),
             )
         };
         // Newest first: the live memtable, then the full ones from the newest.
-        for m in std::iter::once(&mem).chain(imm.iter().rev()) {
+        for m in std::iter::once(&mem).chain(imm.iter().rev().map(|(_, m)| m)) {
             match m.get(key, seqnum) {
                 Some(Lookup::Value(v)) => return Ok(Some(from_memtable(v))),
                 Some(Lookup::Blob(r)) => {
@@ -515,7 +514,7 @@ impl Db {
         let version = st.versions.current();
         let mut children: Vec<BoxCursor> = vec![Box::new(st.mem.iter())];
         let mut mems = vec![Arc::clone(&st.mem)];
-        for (_, imm) in &st.imm {
+        for (_, imm) in st.imm.iter() {
             children.push(Box::new(imm.iter()));
             mems.push(Arc::clone(imm));
         }

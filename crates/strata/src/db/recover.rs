@@ -161,7 +161,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         snapshots: Arc::new(SnapshotList::default()),
         state: Mutex::new(State {
             mem: Arc::new(super::memtable_for(&options)),
-            imm: VecDeque::new(),
+            imm: Arc::new(Vec::new()),
             log: None,
             log_file_number: 0,
             unsynced_logs: Vec::new(),

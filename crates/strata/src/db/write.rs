@@ -282,7 +282,7 @@ pub(super) fn make_room_for_write<'a>(
                     st.log = Some(new);
                     st.log_file_number = number;
                     let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
-                    st.imm.push_back((old_number, full));
+                    Arc::make_mut(&mut st.imm).push((old_number, full));
                     db.has_imm.store(true, Ordering::Release);
                     force = false;
                     background::maybe_schedule(db, &mut st);
