@@ -228,9 +228,7 @@ impl Table {
     /// when there is none or the filter rules out `ikey`'s user key. Callers compare the
     /// user key of the result with their own.
     pub fn get(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        Ok(self
-            .find_entry(ikey, reads)?
-            .map(|(k, v)| (k, v.as_ref().to_vec())))
+        self.find_entry::<CopyValue>(ikey, reads)
     }
 
     /// [`Table::get`] with the value as a view into its block (no copy; the view keeps
@@ -240,26 +238,30 @@ impl Table {
         ikey: &[u8],
         reads: BlockReads,
     ) -> Result<Option<(Vec<u8>, BlockSlice)>> {
-        self.find_entry(ikey, reads)
+        self.find_entry::<PinValue>(ikey, reads)
     }
 
     /// The first entry at or after `ikey` in the data block that would hold it; `None`
     /// as for [`Table::get`]. The order is chosen once here: bytewise keys are compared
     /// inline through the whole seek.
-    fn find_entry(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<(Vec<u8>, BlockSlice)>> {
+    fn find_entry<V: TakeValue>(
+        &self,
+        ikey: &[u8],
+        reads: BlockReads,
+    ) -> Result<Option<(Vec<u8>, V::Out)>> {
         if self.order.user().is_bytewise() {
-            self.find_entry_in(InternalBytewise, ikey, reads)
+            self.find_entry_in::<InternalBytewise, V>(InternalBytewise, ikey, reads)
         } else {
-            self.find_entry_in(self.order.clone(), ikey, reads)
+            self.find_entry_in::<InternalOrder, V>(self.order.clone(), ikey, reads)
         }
     }
 
-    fn find_entry_in<O: KeyOrder>(
+    fn find_entry_in<O: KeyOrder, V: TakeValue>(
         &self,
         order: O,
         ikey: &[u8],
         reads: BlockReads,
-    ) -> Result<Option<(Vec<u8>, BlockSlice)>> {
+    ) -> Result<Option<(Vec<u8>, V::Out)>> {
         let mut index = self.index.iter(order.clone());
         index.seek(ikey);
         index.status().map_err(|e| e.located(&self.name, 0))?;
@@ -278,7 +280,7 @@ impl Table {
         it.seek(ikey);
         it.status()
             .map_err(|e| e.located(&self.name, handle.offset))?;
-        Ok(it.valid().then(|| (it.key().to_vec(), it.value_slice())))
+        Ok(it.valid().then(|| (it.key().to_vec(), V::take(&it))))
     }
 
     /// Approximate file offset where the data for `ikey` would start.
@@ -302,6 +304,32 @@ impl Table {
                 reads,
             },
         )
+    }
+}
+
+/// How a lookup hands out the value it found: copied, or as a view into its block.
+trait TakeValue {
+    type Out;
+    fn take<O: KeyOrder>(it: &BlockIter<O>) -> Self::Out;
+}
+
+/// The value copied out ([`Table::get`]).
+struct CopyValue;
+
+impl TakeValue for CopyValue {
+    type Out = Vec<u8>;
+    fn take<O: KeyOrder>(it: &BlockIter<O>) -> Vec<u8> {
+        it.value().to_vec()
+    }
+}
+
+/// The value as a view that keeps its block alive ([`Table::get_pinned`]).
+struct PinValue;
+
+impl TakeValue for PinValue {
+    type Out = BlockSlice;
+    fn take<O: KeyOrder>(it: &BlockIter<O>) -> BlockSlice {
+        it.value_slice()
     }
 }
 
