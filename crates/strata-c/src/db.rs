@@ -34,7 +34,7 @@ pub unsafe extern "C" fn leveldb_open(
     // SAFETY: the caller's guarantee; `errptr` as in C2.
     unsafe {
         with_errptr(errptr, std::ptr::null_mut(), || {
-            let options = options.as_ref().map(|o| o.sanitized()).unwrap_or_default();
+            let options = leveldb_options_t::sanitized_or_default(options);
             let db = Db::open(path(name)?, options)?;
             Ok(Box::into_raw(Box::new(leveldb_t { db })))
         })
@@ -249,7 +249,7 @@ pub unsafe extern "C" fn leveldb_destroy_db(
     // SAFETY: the caller's guarantee.
     unsafe {
         with_errptr(errptr, (), || {
-            let options = options.as_ref().map(|o| o.sanitized()).unwrap_or_default();
+            let options = leveldb_options_t::sanitized_or_default(options);
             Db::destroy(path(name)?, &options)
         });
     }
@@ -268,7 +268,7 @@ pub unsafe extern "C" fn leveldb_repair_db(
     // SAFETY: the caller's guarantee.
     unsafe {
         with_errptr(errptr, (), || {
-            let options = options.as_ref().map(|o| o.sanitized()).unwrap_or_default();
+            let options = leveldb_options_t::sanitized_or_default(options);
             Db::repair(path(name)?, options)
         });
     }

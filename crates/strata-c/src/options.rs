@@ -29,6 +29,15 @@ impl leveldb_options_t {
         o.block_size = o.block_size.clamp(1 << 10, 4 << 20);
         o
     }
+
+    /// [`Self::sanitized`] of the options behind `o`, or the defaults when it is NULL.
+    ///
+    /// # Safety
+    /// `o` is NULL or a live options object.
+    pub(crate) unsafe fn sanitized_or_default(o: *const leveldb_options_t) -> Options {
+        // SAFETY: the caller's guarantee.
+        unsafe { o.as_ref() }.map_or_else(Options::default, Self::sanitized)
+    }
 }
 
 /// `leveldb_readoptions_t`.

@@ -34,9 +34,14 @@ pub struct Shard {
 }
 
 impl Shard {
-    /// The whole key space.
-    pub fn all() -> Self {
-        Shard::default()
+    /// The user keys above `lo` up to and including `hi` (`None`: unbounded), in `order`.
+    pub fn between(lo: Option<Vec<u8>>, hi: Option<Vec<u8>>, order: &UserOrder) -> Self {
+        Shard {
+            lo,
+            hi,
+            order: order.clone(),
+            ..Shard::default()
+        }
     }
 
     /// True if `user_key` lies past the shard's end.
@@ -109,12 +114,7 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
         .max_by_key(|files| files.len());
     let files = match sorted {
         Some(files) if max > 1 && files.len() >= 2 && c.input_bytes() >= min_bytes => files,
-        _ => {
-            return vec![Shard {
-                order: order.clone(),
-                ..Shard::default()
-            }];
-        }
+        _ => return vec![Shard::between(None, None, order)],
     };
     let total: u64 = files.iter().map(|f| f.size).sum();
     let mut cuts: Vec<Vec<u8>> = Vec::new();
@@ -137,20 +137,10 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
     let mut out = Vec::with_capacity(cuts.len() + 1);
     let mut lo = None;
     for cut in cuts {
-        out.push(Shard {
-            lo: lo.take(),
-            hi: Some(cut.clone()),
-            order: order.clone(),
-            ..Shard::default()
-        });
+        out.push(Shard::between(lo.take(), Some(cut.clone()), order));
         lo = Some(cut);
     }
-    out.push(Shard {
-        lo,
-        hi: None,
-        order: order.clone(),
-        ..Shard::default()
-    });
+    out.push(Shard::between(lo, None, order));
     out
 }
 
@@ -170,7 +160,7 @@ mod tests {
             (3, f(3, "m", "n", 100)),
         ]);
         let c = range_compaction(&v, 1, None, None, 2 << 20).unwrap();
-        let mut s = Shard::all();
+        let mut s = Shard::between(None, None, &UserOrder::Bytewise);
         assert!(s.is_base_level_for_key(&c, b"a"));
         assert!(!s.is_base_level_for_key(&c, b"c"));
         assert!(s.is_base_level_for_key(&c, b"e"));
@@ -178,7 +168,7 @@ mod tests {
         assert!(s.is_base_level_for_key(&c, b"p"));
         let mut g = Compaction::new(1, Arc::clone(&v), 10);
         g.grandparents = vec![f(8, "b", "b", 60), f(9, "d", "d", 60)];
-        let mut s = Shard::all();
+        let mut s = Shard::between(None, None, &UserOrder::Bytewise);
         let k = |u: &[u8]| make_internal_key(u, 1, ValueType::Value);
         assert!(!s.should_stop_before(&g, &k(b"a")));
         assert!(!s.should_stop_before(&g, &k(b"c")));

@@ -228,7 +228,10 @@ impl ShardResult {
 fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardResult, usize) {
     let min_bytes = 4 * c.max_output_file_size;
     let mut all = shards(c, db.options.max_subcompactions, min_bytes).into_iter();
-    let first = all.next().unwrap_or_else(Shard::all);
+    // `shards` returns at least one; the whole range in the database's order otherwise.
+    let first = all
+        .next()
+        .unwrap_or_else(|| Shard::between(None, None, c.version.order.user()));
     let rest: Vec<Shard> = all.collect();
     let abort = AtomicBool::new(false);
     let run = |shard: Shard, flushes: bool| {

@@ -10,6 +10,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::blob::BlobStore;
+use crate::comparator::UserOrder;
 use crate::error::{Error, Result};
 use crate::iter::{Cursor, MergingIter};
 use crate::key::{self, ParsedInternalKey, SeqNum, ValueType, make_internal_key};
@@ -93,6 +94,11 @@ impl DbIterator {
         }
     }
 
+    /// The database's order of user keys.
+    fn order(&self) -> &UserOrder {
+        self.version.order.user()
+    }
+
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         // `saved_key` holds the key to skip (when skipping).
         while self.inner.valid() {
@@ -106,14 +112,7 @@ impl DbIterator {
                         skipping = true;
                     }
                     ValueType::Value | ValueType::BlobRef => {
-                        if !(skipping
-                            && self
-                                .version
-                                .order
-                                .user()
-                                .compare(user, &self.saved_key)
-                                .is_le())
-                        {
+                        if !(skipping && self.order().compare(user, &self.saved_key).is_le()) {
                             self.valid = true;
                             self.saved_key.clear();
                             self.blob_shown = false;
@@ -148,12 +147,7 @@ impl DbIterator {
             if let Some((ty, _)) = entry {
                 let user = key::user_key(self.inner.key());
                 if value_type != ValueType::Deletion
-                    && self
-                        .version
-                        .order
-                        .user()
-                        .compare(user, &self.saved_key)
-                        .is_lt()
+                    && self.order().compare(user, &self.saved_key).is_lt()
                 {
                     break; // the previous key's newest visible entry is found
                 }
@@ -280,9 +274,7 @@ impl DbIterator {
                     return;
                 }
                 if self
-                    .version
-                    .order
-                    .user()
+                    .order()
                     .compare(key::user_key(self.inner.key()), &self.saved_key)
                     .is_lt()
                 {
@@ -391,7 +383,7 @@ impl Range {
     }
 
     fn in_range(&self, k: &[u8]) -> bool {
-        let order = self.cursor.version.order.user();
+        let order = self.cursor.order();
         let above_lower = match &self.lower {
             Bound::Unbounded => true,
             Bound::Included(l) => order.compare(k, l).is_ge(),

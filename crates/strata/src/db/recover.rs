@@ -131,20 +131,17 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // Open files: 10 kept aside (as LevelDB), a quarter of the rest for blob files when
     // values may be in them, the remainder for tables.
     let spare = options.max_open_files.saturating_sub(10).max(10);
-    let blob_files = if options.blob_threshold > 0 {
-        (spare / 4).max(4)
+    let (table_files, blob_files) = if options.blob_threshold > 0 {
+        let blobs = (spare / 4).max(4);
+        (spare.saturating_sub(blobs).max(10), blobs)
     } else {
-        4
+        (spare, 4)
     };
     let table_cache = Arc::new(TableCache::new(
         dir,
         Arc::clone(&env),
         block_cache,
-        if options.blob_threshold > 0 {
-            spare.saturating_sub(blob_files).max(10)
-        } else {
-            spare
-        },
+        table_files,
         options.mmap_reads,
         options.table_format(),
     ));

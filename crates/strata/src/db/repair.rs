@@ -43,18 +43,20 @@ pub(super) fn destroy(dir: &Path, options: &Options) -> Result<()> {
     first_error.map_or(Ok(()), Err)
 }
 
-/// Scans a table: its key range and largest seqnum, or an error if any of it is unreadable.
-fn scan_table(env: &dyn Env, path: &Path, format: &TableFormat) -> Result<(FileMetaData, u64)> {
+/// Opens and scans a table (read in `format`): the open table, its key range and largest
+/// seqnum, or an error if any of it is unreadable.
+fn scan_table(
+    env: &dyn Env,
+    path: &Path,
+    format: &TableFormat,
+) -> Result<(Arc<Table>, FileMetaData, u64)> {
     let size = env.file_size(path)?;
     let name = path.to_string_lossy().into_owned();
     let table = Arc::new(Table::open(
         env.new_random_access(path)?,
         &name,
         size,
-        &TableFormat {
-            filter: None,
-            ..format.clone()
-        },
+        format,
     )?);
     let mut it = table.iter(BlockReads::SCAN_ONCE);
     it.seek_to_first();
@@ -81,6 +83,7 @@ fn scan_table(env: &dyn Env, path: &Path, format: &TableFormat) -> Result<(FileM
         _ => 0,
     };
     Ok((
+        table,
         FileMetaData {
             number,
             size,
@@ -128,7 +131,12 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     };
     let mut next_number = max_number + 1;
     let table_options = options.table_options();
-    let format = options.table_format();
+    let order = options.internal_order();
+    // Tables are scanned whole and merged: their filters would be read for nothing.
+    let unfiltered = TableFormat {
+        order: order.clone(),
+        filter: None,
+    };
     let write_table = |number: u64,
                        it: &mut dyn Cursor,
                        keep: &mut dyn FnMut(&[u8], &[u8]) -> bool,
@@ -146,7 +154,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     };
     // Logs: salvage every readable record into a table.
     for &n in &logs {
-        let mem = Arc::new(MemTable::with_order(format.order.clone()));
+        let mem = Arc::new(MemTable::with_order(order.clone()));
         if let Ok(file) = env.new_sequential(&filename::log(dir, n)) {
             let mut reader = LogReader::new(file, Checksums::Verify);
             let mut record = Vec::new();
@@ -172,20 +180,10 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         if !env.exists(&path) {
             path = filename::sst_table(dir, n);
         }
-        match scan_table(env.as_ref(), &path, &format) {
-            Ok((meta, seq)) if !meta.smallest.is_empty() => {
+        match scan_table(env.as_ref(), &path, &unfiltered) {
+            Ok((table, meta, seq)) if !meta.smallest.is_empty() => {
                 max_seq = max_seq.max(seq);
-                let size = meta.size;
-                let table = Table::open(
-                    env.new_random_access(&path)?,
-                    &path.to_string_lossy(),
-                    size,
-                    &TableFormat {
-                        filter: None,
-                        ..format.clone()
-                    },
-                )?;
-                readable.push(Arc::new(table));
+                readable.push(table);
             }
             _ => {
                 if let Some(name) = path.file_name() {
@@ -199,7 +197,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         .iter()
         .map(|t| Box::new(t.iter(BlockReads::SCAN_ONCE)) as crate::iter::BoxCursor)
         .collect();
-    let mut merged = crate::iter::MergingIter::new(children, format.order.clone());
+    let mut merged = crate::iter::MergingIter::new(children, order.clone());
     merged.seek_to_first();
     let mut last_user: Option<Vec<u8>> = None;
     // Refs kept per blob file: the repaired manifest names each with its exact count.
@@ -227,7 +225,7 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
         }
     };
     let mut edit = VersionEdit {
-        comparator: Some(format.order.user().name().to_string()),
+        comparator: Some(order.user().name().to_string()),
         log_number: Some(0),
         prev_log_number: Some(0),
         ..Default::default()
