@@ -12,22 +12,33 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
-/// Where cargo put this crate's `libleveldb.so` (the test binary lives in `deps/` below it).
+/// This crate's `libleveldb.so`, freshly built. `cargo test` builds a package's tests but
+/// not its `cdylib`, so the library is built here, once per test run, into a target
+/// directory of its own (the outer cargo may still hold its own).
 fn built_library() -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let profile_dir = exe.parent().and_then(Path::parent).unwrap();
-    profile_dir.join("libleveldb.so")
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+            let target = manifest.join("../../target/strata-c-tests");
+            let status = Command::new(env!("CARGO"))
+                .args(["build", "--quiet", "--manifest-path"])
+                .arg(manifest.join("Cargo.toml"))
+                .arg("--target-dir")
+                .arg(&target)
+                .status()
+                .unwrap();
+            assert!(status.success(), "building the strata-c library failed");
+            target.join("debug/libleveldb.so")
+        })
+        .clone()
 }
 
 #[test]
 fn c_programs_behave_the_same_on_strata_and_on_leveldb() {
     let lib = built_library();
-    assert!(
-        lib.exists(),
-        "{} is missing: build the strata-c crate first",
-        lib.display()
-    );
     let work = tempfile::tempdir().unwrap();
     let libdir = work.path().join("lib");
     std::fs::create_dir_all(&libdir).unwrap();
