@@ -3,7 +3,7 @@
 //!
 //! Keys are `(cache id, block offset)`: each open table gets a unique id from
 //! [`BlockCache::new_id`], so one cache can serve every table of every database that
-//! shares it. Each shard is a slab under its own mutex; a key's shard is picked by
+//! shares it. Each shard is a hash map and a clock ring under its own mutex; a key's shard is picked by
 //! hashing it, so concurrent readers rarely contend.
 //!
 //! Invariants:
@@ -59,24 +59,36 @@ impl Hasher for NumberHasher {
 /// A `HashMap` keyed by the engine's numbers, hashed with [`NumberHasher`].
 pub(crate) type NumberMap<K, V> = HashMap<K, V, BuildHasherDefault<NumberHasher>>;
 
+/// A cached block, found by its key in one hash probe: the probe's bucket holds the
+/// block itself and its second-chance bit, so a hit reads no other memory of the cache's
+/// (on a cache far larger than the CPU's, each further hop is a cache miss).
 #[derive(Debug)]
-struct Node {
-    key: Key,
-    /// `None` once evicted (the slot waits in `free`).
-    block: Option<Arc<Block>>,
-    charge: usize,
+struct Entry {
+    block: Arc<Block>,
+    /// Its slot in the clock ring.
+    slot: usize,
     /// Read since the clock hand last passed (its second chance).
     referenced: bool,
 }
 
-/// One shard: blocks in a slab, evicted in CLOCK order (second chance), an approximation
-/// of least-recently-used that costs a hit one store into its own node instead of moving
-/// it in a list (which touched two neighbours and the head: three cache misses on a
-/// cache far larger than the CPU's).
+/// A place in the clock ring: the key of a cached block and its charge.
+#[derive(Debug, Clone, Copy)]
+struct Slot {
+    key: Key,
+    charge: usize,
+}
+
+/// One shard: blocks in a hash map, evicted in CLOCK order (second chance), an
+/// approximation of least-recently-used that costs a hit one store into its own bucket
+/// instead of moving it in a list (which touched two neighbours and the head: three cache
+/// misses on a cache far larger than the CPU's).
+///
+/// R1: `ring[e.slot]` names the key of every entry `e` of `map`, and every `Some` slot
+/// names a key of `map`; `None` slots wait in `free`.
 #[derive(Debug, Default)]
 struct Shard {
-    map: NumberMap<Key, usize>,
-    nodes: Vec<Node>,
+    map: NumberMap<Key, Entry>,
+    ring: Vec<Option<Slot>>,
     free: Vec<usize>,
     /// The clock hand: the slot looked at next for eviction.
     hand: usize,
@@ -95,45 +107,50 @@ impl Shard {
     }
 
     fn get(&mut self, key: &Key) -> Option<Arc<Block>> {
-        let i = *self.map.get(key)?;
-        let node = &mut self.nodes[i];
-        node.referenced = true;
-        node.block.clone()
+        let e = self.map.get_mut(key)?;
+        e.referenced = true;
+        Some(Arc::clone(&e.block))
     }
 
     /// The slot to evict next: the hand passes over free slots, and over referenced
     /// blocks, clearing their bit. `None` when the shard holds no block. Ends within two
-    /// turns of the slab: after one, no bit is left set.
+    /// turns of the ring: after one, no bit is left set.
     fn victim(&mut self) -> Option<usize> {
         if self.map.is_empty() {
             return None;
         }
         loop {
-            if self.hand >= self.nodes.len() {
+            if self.hand >= self.ring.len() {
                 self.hand = 0;
             }
-            let node = &mut self.nodes[self.hand];
-            if node.block.is_some() {
-                if !node.referenced {
+            if let Some(slot) = &self.ring[self.hand]
+                && let Some(e) = self.map.get_mut(&slot.key)
+            {
+                if !e.referenced {
                     return Some(self.hand);
                 }
-                node.referenced = false;
+                e.referenced = false;
             }
             self.hand += 1;
         }
     }
 
+    /// The block in slot `i`, if any.
+    fn block_at(&self, i: usize) -> Option<&Arc<Block>> {
+        let slot = self.ring[i].as_ref()?;
+        self.map.get(&slot.key).map(|e| &e.block)
+    }
+
     fn remove_index(&mut self, i: usize) {
-        let key = self.nodes[i].key;
-        self.map.remove(&key);
-        self.usage -= self.nodes[i].charge;
+        let Some(slot) = self.ring[i].take() else {
+            return;
+        };
         self.free.push(i);
-        // The slot keeps its `Arc` until reused; if no reader holds the block, keep its
-        // buffer as a spare instead (C4).
-        let block = self.nodes[i].block.take();
-        if self.spares.len() < SPARES
-            && let Some(block) = block
-            && let Ok(block) = Arc::try_unwrap(block)
+        self.usage -= slot.charge;
+        // If no reader holds the block, keep its buffer as a spare (C4).
+        if let Some(e) = self.map.remove(&slot.key)
+            && self.spares.len() < SPARES
+            && let Ok(block) = Arc::try_unwrap(e.block)
         {
             let data = block.into_data();
             self.usage += data.capacity();
@@ -148,7 +165,7 @@ impl Shard {
     }
 
     fn insert(&mut self, key: Key, block: Arc<Block>, charge: usize) {
-        if let Some(&i) = self.map.get(&key) {
+        if let Some(i) = self.map.get(&key).map(|e| e.slot) {
             self.remove_index(i);
         }
         // Spares count like blocks (C4): blocks go first, spares only when none is left.
@@ -166,10 +183,7 @@ impl Shard {
         if self.spares.is_empty()
             && self.usage + 2 * charge > self.capacity
             && let Some(v) = self.victim()
-            && self.nodes[v]
-                .block
-                .as_ref()
-                .is_some_and(|b| Arc::strong_count(b) == 1)
+            && self.block_at(v).is_some_and(|b| Arc::strong_count(b) == 1)
         {
             self.remove_index(v);
             while self.usage + charge > self.capacity
@@ -178,23 +192,25 @@ impl Shard {
                 self.remove_index(v);
             }
         }
-        let node = Node {
-            key,
-            block: Some(block),
-            charge,
-            referenced: false,
-        };
+        let slot = Some(Slot { key, charge });
         let i = match self.free.pop() {
             Some(i) => {
-                self.nodes[i] = node;
+                self.ring[i] = slot;
                 i
             }
             None => {
-                self.nodes.push(node);
-                self.nodes.len() - 1
+                self.ring.push(slot);
+                self.ring.len() - 1
             }
         };
-        self.map.insert(key, i);
+        self.map.insert(
+            key,
+            Entry {
+                block,
+                slot: i,
+                referenced: false,
+            },
+        );
         self.usage += charge;
     }
 }

@@ -166,6 +166,13 @@ pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
 pub trait KeyOrder: Clone + Send + Sync + 'static {
     /// Compares two keys.
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
+
+    /// True when keys are internal keys whose user keys are ordered bytewise (K2 over
+    /// bytewise): what a block's fences assume.
+    #[inline]
+    fn internal_bytewise(&self) -> bool {
+        false
+    }
 }
 
 /// Plain bytewise order (metaindex blocks, user keys).
@@ -186,6 +193,11 @@ impl KeyOrder for Bytewise {
 pub struct InternalBytewise;
 
 impl KeyOrder for InternalBytewise {
+    #[inline(always)]
+    fn internal_bytewise(&self) -> bool {
+        true
+    }
+
     #[inline(always)]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         compare_internal_keys(a, b)
@@ -261,6 +273,11 @@ impl KeyOrder for InternalOrder {
     #[inline(always)]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
         InternalOrder::compare(self, a, b)
+    }
+
+    #[inline]
+    fn internal_bytewise(&self) -> bool {
+        self.user().is_bytewise()
     }
 }
 

@@ -6,6 +6,16 @@
 //!          | key[shared..] (non_shared bytes) | value (value_len bytes)
 //! ```
 //!
+//! Fences (B1): a block whose keys are internal keys over bytewise user keys can carry a
+//! summary of its restart keys, built when it is read: the bytes every restart's user key
+//! starts with, and for each restart the next 8 bytes of its user key as a big-endian
+//! word. A seek then binary-searches those words, one small array, and reads a restart's
+//! entry only when its word equals the target's; without fences each probe of the search
+//! reads an entry somewhere in the block, a cache miss on a cache larger than the CPU's.
+//! Words decide only strict order: a word below the target's means a user key below the
+//! target's (both start with the same bytes; zero padding can only make a key look
+//! smaller when it is a prefix of the other, so also smaller), and the same above.
+//!
 //! A block's bytes are untrusted. [`Block::new`] checks the restart array (every restart
 //! offset inside the entry area); the iterator checks each entry as it decodes it and,
 //! on damage, becomes invalid with a corruption error whose offset is relative to the
@@ -17,7 +27,7 @@ use std::sync::Arc;
 use crate::coding::{decode_fixed32, decode_varint32};
 use crate::error::{Error, Result};
 use crate::iter::Cursor;
-use crate::key::KeyOrder;
+use crate::key::{KeyOrder, user_key};
 
 /// A decoded block: its bytes and where its restart array starts.
 #[derive(Debug)]
@@ -26,6 +36,36 @@ pub struct Block {
     /// Offset of the restart array; entries live in `data[..restarts]`.
     restarts: usize,
     num_restarts: usize,
+    /// B1, empty when the block has none: `fences[i]` for restart `i` is the word of its
+    /// user key's 8 bytes after the first `fence_skip` (zero-padded), and
+    /// `fences[num_restarts..]` hold those first `fence_skip` bytes, which every restart's
+    /// user key shares, 8 to a word (zero-padded).
+    fences: Vec<u64>,
+    fence_skip: usize,
+}
+
+/// Where fences place a target among a block's restart keys.
+#[derive(Debug, Clone, Copy)]
+enum Place {
+    /// Before every restart key.
+    Before,
+    /// After every restart key.
+    After,
+    /// Among them: the word to compare with each restart's fence.
+    Word(u64),
+    /// The block has no fences (or the target is not an internal key).
+    Unknown,
+}
+
+/// The big-endian word of `key[at..at + 8]`, zero-padded past the key's end.
+#[inline]
+fn word_at(key: &[u8], at: usize) -> u64 {
+    let mut bytes = [0u8; 8];
+    if let Some(rest) = key.get(at..) {
+        let n = rest.len().min(8);
+        bytes[..n].copy_from_slice(&rest[..n]);
+    }
+    u64::from_be_bytes(bytes)
 }
 
 impl Block {
@@ -55,6 +95,8 @@ impl Block {
             data,
             restarts,
             num_restarts,
+            fences: Vec::new(),
+            fence_skip: 0,
         };
         let mut previous = 0;
         for i in 0..num_restarts {
@@ -73,14 +115,89 @@ impl Block {
         Ok(block)
     }
 
-    /// Size of the block in memory (its bytes), for cache accounting.
+    /// [`Block::new`], with fences (B1) when the block has at least two restarts and
+    /// every restart key is undamaged. Only for blocks of internal keys whose user keys
+    /// are ordered bytewise: a seek uses the fences only under such an order.
+    pub fn with_fences(data: Vec<u8>) -> Result<Self> {
+        let mut block = Block::new(data)?;
+        block.build_fences();
+        Ok(block)
+    }
+
+    fn build_fences(&mut self) {
+        if self.num_restarts < 2 {
+            return;
+        }
+        let mut keys = Vec::with_capacity(self.num_restarts);
+        for i in 0..self.num_restarts {
+            match self.entry_at(self.restart_point(i)) {
+                Some(e) if e.shared == 0 && e.non_shared >= crate::key::TAG_SIZE => {
+                    keys.push(user_key(&self.data[e.delta..e.delta + e.non_shared]));
+                }
+                _ => return, // damaged: seeks read entries and report it
+            }
+        }
+        let first = keys[0];
+        let skip = keys
+            .iter()
+            .map(|k| crate::coding::shared_prefix_len(first, k))
+            .min()
+            .unwrap_or(0);
+        let mut fences = Vec::with_capacity(keys.len() + skip.div_ceil(8));
+        fences.extend(keys.iter().map(|k| word_at(k, skip)));
+        fences.extend((0..skip.div_ceil(8)).map(|w| word_at(&first[..skip], 8 * w)));
+        self.fences = fences;
+        self.fence_skip = skip;
+    }
+
+    /// Where the fences put internal key `target` among the restart keys.
+    fn place(&self, target: &[u8]) -> Place {
+        if self.fences.is_empty() || target.len() < crate::key::TAG_SIZE {
+            return Place::Unknown;
+        }
+        let user = user_key(target);
+        let head = &user[..user.len().min(self.fence_skip)];
+        for (w, &shared) in self.fences[self.num_restarts..].iter().enumerate() {
+            match word_at(head, 8 * w).cmp(&shared) {
+                Ordering::Less => return Place::Before,
+                Ordering::Greater => return Place::After,
+                Ordering::Equal => {}
+            }
+        }
+        if user.len() < self.fence_skip {
+            return Place::Before; // a proper prefix of every restart's user key
+        }
+        Place::Word(word_at(user, self.fence_skip))
+    }
+
+    /// Size of the block in memory (its bytes and fences), for cache accounting.
     pub fn size(&self) -> usize {
-        self.data.len()
+        self.data.len() + 8 * self.fences.len()
     }
 
     /// The block's bytes, restart array included.
     pub fn contents(&self) -> &[u8] {
         &self.data
+    }
+
+    /// The header of the entry at `offset`; `None` if it runs past the entries.
+    #[inline]
+    fn entry_at(&self, offset: usize) -> Option<Entry> {
+        let src = self.data.get(offset..self.restarts)?;
+        let (shared, a) = decode_varint32(src)?;
+        let (non_shared, b) = decode_varint32(&src[a..])?;
+        let (value_len, c) = decode_varint32(&src[a + b..])?;
+        let header = a + b + c;
+        let (non_shared, value_len) = (non_shared as usize, value_len as usize);
+        if (src.len() - header) < non_shared.checked_add(value_len)? {
+            return None;
+        }
+        Some(Entry {
+            shared: shared as usize,
+            non_shared,
+            value_len,
+            delta: offset + header,
+        })
     }
 
     fn restart_point(&self, i: usize) -> usize {
@@ -153,22 +270,7 @@ impl<O: KeyOrder> BlockIter<O> {
     }
 
     fn decode_entry(&self, offset: usize) -> Option<Entry> {
-        let limit = self.block.restarts;
-        let src = self.block.data.get(offset..limit)?;
-        let (shared, a) = decode_varint32(src)?;
-        let (non_shared, b) = decode_varint32(&src[a..])?;
-        let (value_len, c) = decode_varint32(&src[a + b..])?;
-        let header = a + b + c;
-        let (non_shared, value_len) = (non_shared as usize, value_len as usize);
-        if (src.len() - header) < non_shared.checked_add(value_len)? {
-            return None;
-        }
-        Some(Entry {
-            shared: shared as usize,
-            non_shared,
-            value_len,
-            delta: offset + header,
-        })
+        self.block.entry_at(offset)
     }
 
     fn corrupt(&mut self, what: &str) {
@@ -264,15 +366,40 @@ impl<O: KeyOrder> Cursor for BlockIter<O> {
         if self.err.is_some() || self.block.num_restarts == 0 {
             return self.invalidate();
         }
-        // Binary search for the last restart point whose key is before the target.
+        // Binary search for the last restart point whose key is before the target, on the
+        // fences where they decide (B1).
+        let place = if self.order.internal_bytewise() {
+            self.block.place(target)
+        } else {
+            Place::Unknown
+        };
         let (mut left, mut right) = (0, self.block.num_restarts - 1);
+        match place {
+            Place::Before => right = 0,
+            Place::After => left = right,
+            Place::Word(_) | Place::Unknown => {}
+        }
         while left < right {
             let mid = (left + right).div_ceil(2);
-            let Some(mid_key) = self.restart_key(mid) else {
-                self.current = self.block.restart_point(mid);
-                return self.corrupt("restart point entry is damaged");
+            let by_fence = match place {
+                Place::Word(t) => match self.block.fences[mid].cmp(&t) {
+                    Ordering::Less => Some(true),
+                    Ordering::Greater => Some(false),
+                    Ordering::Equal => None,
+                },
+                _ => None,
             };
-            if self.order.compare(mid_key, target) == Ordering::Less {
+            let before = match by_fence {
+                Some(before) => before,
+                None => {
+                    let Some(mid_key) = self.restart_key(mid) else {
+                        self.current = self.block.restart_point(mid);
+                        return self.corrupt("restart point entry is damaged");
+                    };
+                    self.order.compare(mid_key, target) == Ordering::Less
+                }
+            };
+            if before {
                 left = mid;
             } else {
                 right = mid - 1;
@@ -332,6 +459,7 @@ mod tests {
     use crate::key::Bytewise;
     use crate::sstable::BlockBuilder;
     use proptest::prelude::*;
+    use std::collections::BTreeSet;
 
     fn build(entries: &[(Vec<u8>, Vec<u8>)], interval: usize) -> Arc<Block> {
         let mut b = BlockBuilder::new(interval);
@@ -456,6 +584,65 @@ mod tests {
         let got = collect_forward(&mut it);
         assert_eq!(got.len(), 1);
         assert!(it.status().unwrap_err().is_corruption());
+    }
+
+    /// Internal keys over user keys `prefix + tail`, tails drawn from bytes that make
+    /// the fences' edge cases common: zero bytes (the padding), 0xff, keys that are
+    /// prefixes of others, long shared prefixes.
+    fn internal_entries(prefix: &[u8], tails: &BTreeSet<Vec<u8>>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut es = Vec::new();
+        for (i, t) in tails.iter().enumerate() {
+            let user = [prefix, t].concat();
+            // Two versions of some keys: equal user keys, tags descending.
+            for seq in if i % 3 == 0 { vec![9, 4] } else { vec![5] } {
+                let k = crate::key::make_internal_key(&user, seq, crate::key::ValueType::Value);
+                es.push((k, vec![i as u8]));
+            }
+        }
+        es
+    }
+
+    fn byte() -> impl Strategy<Value = u8> {
+        prop_oneof![Just(0u8), Just(1u8), Just(b'a'), Just(0xffu8)]
+    }
+
+    proptest! {
+        /// B1: seeks on a block with fences land where seeks on the same bytes without
+        /// fences do, for every target (stored keys, their neighbours, other prefixes).
+        #[test]
+        fn fences_change_no_seek(
+            prefix in proptest::collection::vec(byte(), 0..20),
+            tails in proptest::collection::btree_set(proptest::collection::vec(byte(), 0..12), 1..80),
+            interval in 1usize..6,
+            probes in proptest::collection::vec((proptest::collection::vec(byte(), 0..34), 0u64..12), 0..40),
+        ) {
+            let es = internal_entries(&prefix, &tails);
+            let mut b = BlockBuilder::new(interval);
+            for (k, v) in &es {
+                b.add(k, v);
+            }
+            let bytes = b.finish().to_vec();
+            let plain = Arc::new(Block::new(bytes.clone()).unwrap());
+            let fenced = Arc::new(Block::with_fences(bytes).unwrap());
+            prop_assert_eq!(fenced.fences.is_empty(), plain.num_restarts < 2);
+            let order = crate::key::InternalBytewise;
+            let mut targets: Vec<Vec<u8>> = es.iter().map(|(k, _)| k.clone()).collect();
+            for (user, seq) in probes {
+                targets.push(crate::key::make_internal_key(&user, seq, crate::key::ValueType::Value));
+                let with_prefix = [&prefix[..], &user].concat();
+                targets.push(crate::key::make_internal_key(&with_prefix, seq, crate::key::ValueType::Value));
+                targets.push(user); // not an internal key when shorter than a tag
+            }
+            let (mut a, mut f) = (plain.iter(order), fenced.iter(order));
+            for t in &targets {
+                a.seek(t);
+                f.seek(t);
+                prop_assert_eq!(a.valid(), f.valid());
+                prop_assert_eq!(a.key(), f.key());
+                let expected = es.iter().find(|(k, _)| order.compare(k, t) != Ordering::Less);
+                prop_assert_eq!(f.key(), expected.map_or(&[][..], |(k, _)| &k[..]));
+            }
+        }
     }
 
     proptest! {

@@ -119,8 +119,10 @@ impl Table {
         }
         let footer = Footer::decode(&buf).map_err(|e| e.located(name, footer_at))?;
         let index_bytes = format::read_block(file.as_ref(), name, size, footer.index, true)?;
-        let index =
-            Arc::new(Block::new(index_bytes).map_err(|e| e.located(name, footer.index.offset))?);
+        let index = Arc::new(
+            Self::decode_block(&format.order, index_bytes)
+                .map_err(|e| e.located(name, footer.index.offset))?,
+        );
         let mut table = Table {
             file,
             name: name.to_string(),
@@ -189,6 +191,16 @@ impl Table {
         self.index.iter(self.order.clone())
     }
 
+    /// An index or data block's bytes as a [`Block`], with fences (B1 in `block.rs`) when
+    /// user keys are ordered bytewise.
+    fn decode_block(order: &InternalOrder, data: Vec<u8>) -> Result<Block> {
+        if order.user().is_bytewise() {
+            Block::with_fences(data)
+        } else {
+            Block::new(data)
+        }
+    }
+
     /// The data block at `handle`: from the block cache when it is there, otherwise read,
     /// decoded and (with a cache and `reads.fill_cache`) inserted.
     pub fn read_block(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
@@ -210,7 +222,7 @@ impl Table {
             reads.verify_checksums,
             buffer,
         )?;
-        let block = Block::new(data)
+        let block = Self::decode_block(&self.order, data)
             .map(Arc::new)
             .map_err(|e| e.located(&self.name, handle.offset))?;
         // Only verified blocks are shared: a later reader that asks for verification
