@@ -92,6 +92,26 @@ pub fn make_internal_key(user_key: &[u8], seqnum: SeqNum, ty: ValueType) -> Vec<
     k
 }
 
+/// Calls `f` with `user_key | tag(seqnum, ty)`, built on the stack when it fits in 64
+/// bytes: a point lookup builds its key once per read and needs no allocation for it.
+#[inline]
+pub fn with_internal_key<R>(
+    user_key: &[u8],
+    seqnum: SeqNum,
+    ty: ValueType,
+    f: impl FnOnce(&[u8]) -> R,
+) -> R {
+    const ON_STACK: usize = 64;
+    let n = user_key.len() + TAG_SIZE;
+    if n > ON_STACK {
+        return f(&make_internal_key(user_key, seqnum, ty));
+    }
+    let mut buf = [0u8; ON_STACK];
+    buf[..user_key.len()].copy_from_slice(user_key);
+    buf[user_key.len()..n].copy_from_slice(&pack_tag(seqnum, ty).to_le_bytes());
+    f(&buf[..n])
+}
+
 /// The user-key part of an internal key (all of it if shorter than a tag).
 #[inline]
 pub fn user_key(ikey: &[u8]) -> &[u8] {

@@ -12,7 +12,7 @@ use crate::cache::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
 use crate::filename;
-use crate::key::InternalOrder;
+use crate::key::{InternalOrder, ValueType};
 use crate::sstable::{BlockReads, Table, TableFormat, TableIter};
 
 #[derive(Debug, Default)]
@@ -80,19 +80,8 @@ impl TableCache {
             }
         }
         // Open outside the lock: other lookups go on meanwhile.
-        let mut path = filename::table(&self.dir, number);
-        if !self.env.exists(&path) {
-            let legacy = filename::sst_table(&self.dir, number);
-            if self.env.exists(&legacy) {
-                path = legacy;
-            }
-        }
-        let file = if self.mapped {
-            self.env.new_table_reader(&path)?
-        } else {
-            self.env.new_random_access(&path)?
-        };
-        let table = Table::open(file, &path.to_string_lossy(), size, &self.format)?
+        let table = self
+            .open(number, size)?
             .with_cache(Arc::clone(&self.block_cache));
         let table = Arc::new(table);
         let mut e = self.lock();
@@ -110,26 +99,52 @@ impl TableCache {
         Ok(table)
     }
 
-    /// The first entry at or after `ikey` in the block of table `number` that would hold it.
-    pub fn get(
-        &self,
-        number: u64,
-        size: u64,
-        ikey: &[u8],
-        reads: BlockReads,
-    ) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.find(number, size)?.get(ikey, reads)
+    fn open(&self, number: u64, size: u64) -> Result<Table> {
+        let mut path = filename::table(&self.dir, number);
+        if !self.env.exists(&path) {
+            let legacy = filename::sst_table(&self.dir, number);
+            if self.env.exists(&legacy) {
+                path = legacy;
+            }
+        }
+        let file = if self.mapped {
+            self.env.new_table_reader(&path)?
+        } else {
+            self.env.new_random_access(&path)?
+        };
+        Table::open(file, &path.to_string_lossy(), size, &self.format)
     }
 
-    /// [`TableCache::get`] with the value as a view into its block.
-    pub fn get_pinned(
+    /// A cursor for one pass over table `number` (a compaction's input): the table is
+    /// opened afresh, not kept, and closed when the cursor is dropped. A mapped table's
+    /// pages that the pass read then leave the process's resident set with it, instead of
+    /// staying mapped until the cache closes the table: a compaction's inputs can be tens
+    /// of MiB. Its blocks are checked and not cached ([`BlockReads::SCAN_ONCE`]).
+    pub fn scan_once(&self, number: u64, size: u64) -> Result<TableIter> {
+        Ok(Arc::new(self.open(number, size)?).iter(BlockReads::SCAN_ONCE))
+    }
+
+    /// The newest version of `ikey`'s user key at or below its seqnum in table `number`:
+    /// its type and value ([`Table::get_version`]).
+    pub fn get_version(
         &self,
         number: u64,
         size: u64,
         ikey: &[u8],
         reads: BlockReads,
-    ) -> Result<Option<(Vec<u8>, crate::sstable::BlockSlice)>> {
-        self.find(number, size)?.get_pinned(ikey, reads)
+    ) -> Result<Option<(ValueType, Vec<u8>)>> {
+        self.find(number, size)?.get_version(ikey, reads)
+    }
+
+    /// [`TableCache::get_version`] with the value as a view into its block.
+    pub fn get_version_pinned(
+        &self,
+        number: u64,
+        size: u64,
+        ikey: &[u8],
+        reads: BlockReads,
+    ) -> Result<Option<(ValueType, crate::sstable::BlockSlice)>> {
+        self.find(number, size)?.get_version_pinned(ikey, reads)
     }
 
     /// A cursor over table `number`.

@@ -29,7 +29,7 @@ use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key, user_key};
-use crate::sstable::{BlockReads, TableBuilder};
+use crate::sstable::TableBuilder;
 use crate::version::FileMetaData;
 
 /// One table being written by a compaction.
@@ -338,17 +338,12 @@ fn input_cursor(db: &DbInner, c: &Compaction) -> Result<MergingIter> {
     for (which, files) in c.inputs.iter().enumerate() {
         if c.level + which == 0 {
             for f in files {
-                children.push(Box::new(db.table_cache.iter(
-                    f.number,
-                    f.size,
-                    BlockReads::SCAN_ONCE,
-                )?));
+                children.push(Box::new(db.table_cache.scan_once(f.number, f.size)?));
             }
         } else if !files.is_empty() {
-            children.push(Box::new(LevelIter::over_level(
+            children.push(Box::new(LevelIter::once_over_level(
                 files.clone(),
                 Arc::clone(&db.table_cache),
-                BlockReads::SCAN_ONCE,
             )));
         }
     }

@@ -24,14 +24,38 @@ impl TwoLevel<Files, LevelParts> {
         table_cache: Arc<TableCache>,
         reads: BlockReads,
     ) -> Self {
+        Self::with_parts(
+            files,
+            LevelParts {
+                table_cache,
+                reads,
+                once: false,
+            },
+        )
+    }
+
+    /// A cursor for one pass over `files` (a compaction's input): each table is opened
+    /// with [`TableCache::scan_once`] and closed when the cursor moves past it.
+    pub fn once_over_level(files: Vec<Arc<FileMeta>>, table_cache: Arc<TableCache>) -> Self {
+        Self::with_parts(
+            files,
+            LevelParts {
+                table_cache,
+                reads: BlockReads::SCAN_ONCE,
+                once: true,
+            },
+        )
+    }
+
+    fn with_parts(files: Vec<Arc<FileMeta>>, parts: LevelParts) -> Self {
         TwoLevel::new(
             Files {
                 files,
                 at: usize::MAX,
                 value: [0; 16],
-                order: table_cache.order().clone(),
+                order: parts.table_cache.order().clone(),
             },
-            LevelParts { table_cache, reads },
+            parts,
         )
     }
 }
@@ -99,6 +123,8 @@ impl Cursor for Files {
 pub struct LevelParts {
     table_cache: Arc<TableCache>,
     reads: BlockReads,
+    /// Open each table for this pass only ([`TableCache::scan_once`]).
+    once: bool,
 }
 
 impl Parts for LevelParts {
@@ -112,6 +138,10 @@ impl Parts for LevelParts {
                 .map(u64::from_le_bytes)
                 .ok_or_else(|| Error::corruption("", 0, "bad file entry in a level cursor"))
         };
-        self.table_cache.iter(word(0)?, word(8)?, self.reads)
+        if self.once {
+            self.table_cache.scan_once(word(0)?, word(8)?)
+        } else {
+            self.table_cache.iter(word(0)?, word(8)?, self.reads)
+        }
     }
 }

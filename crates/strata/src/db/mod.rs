@@ -65,6 +65,7 @@ use crate::env::{Env, FileLock, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::{BoxCursor, ErrorCursor, MergingIter};
+use crate::key::ValueType;
 use crate::log::LogWriter;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
@@ -402,7 +403,7 @@ impl Db {
             key.as_ref(),
             options,
             |v| v,
-            |tables, f, ikey, reads| tables.get(f.number, f.size, ikey, reads),
+            |tables, f, ikey, reads| tables.get_version(f.number, f.size, ikey, reads),
         )
     }
 
@@ -425,8 +426,8 @@ impl Db {
             |v| PinnedSlice(Pinned::Owned(v)),
             |tables, f, ikey, reads| {
                 Ok(tables
-                    .get_pinned(f.number, f.size, ikey, reads)?
-                    .map(|(k, v)| (k, PinnedSlice(Pinned::Block(v)))))
+                    .get_version_pinned(f.number, f.size, ikey, reads)?
+                    .map(|(ty, v)| (ty, PinnedSlice(Pinned::Block(v)))))
             },
         )
     }
@@ -443,7 +444,7 @@ impl Db {
             &crate::version::FileMeta,
             &[u8],
             BlockReads,
-        ) -> Result<Option<(Vec<u8>, V)>>,
+        ) -> Result<Option<(ValueType, V)>>,
     ) -> Result<Option<V>> {
         let inner = &self.inner;
         let (seqnum, mem, imm, version) = {

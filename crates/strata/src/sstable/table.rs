@@ -14,7 +14,9 @@ use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::iter::{Cursor, Parts, TwoLevel};
-use crate::key::{self, Bytewise, InternalBytewise, InternalOrder, KeyOrder};
+use crate::key::{
+    self, Bytewise, InternalBytewise, InternalOrder, KeyOrder, ParsedInternalKey, ValueType,
+};
 
 /// How a reader gets a table's data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -240,40 +242,47 @@ impl Table {
     /// when there is none or the filter rules out `ikey`'s user key. Callers compare the
     /// user key of the result with their own.
     pub fn get(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
-        self.find_entry::<CopyValue>(ikey, reads)
+        self.find_entry::<CopyEntry>(ikey, reads)
     }
 
-    /// [`Table::get`] with the value as a view into its block (no copy; the view keeps
-    /// the block alive).
-    pub fn get_pinned(
+    /// The newest version of `ikey`'s user key at or below its seqnum: its type and its
+    /// value (copied); `None` when the table holds none (or its filter rules it out).
+    pub fn get_version(
         &self,
         ikey: &[u8],
         reads: BlockReads,
-    ) -> Result<Option<(Vec<u8>, BlockSlice)>> {
-        self.find_entry::<PinValue>(ikey, reads)
+    ) -> Result<Option<(ValueType, Vec<u8>)>> {
+        self.find_entry::<CopyVersion>(ikey, reads)
     }
 
-    /// The first entry at or after `ikey` in the data block that would hold it; `None`
-    /// as for [`Table::get`]. The order is chosen once here: bytewise keys are compared
-    /// inline through the whole seek.
-    fn find_entry<V: TakeValue>(
+    /// [`Table::get_version`] with the value as a view into its block (no copy; the view
+    /// keeps the block alive).
+    pub fn get_version_pinned(
         &self,
         ikey: &[u8],
         reads: BlockReads,
-    ) -> Result<Option<(Vec<u8>, V::Out)>> {
+    ) -> Result<Option<(ValueType, BlockSlice)>> {
+        self.find_entry::<PinVersion>(ikey, reads)
+    }
+
+    /// What `T` takes from the first entry at or after `ikey` in the data block that would
+    /// hold it; `None` when there is none, the filter rules out `ikey`'s user key, or `T`
+    /// takes nothing. The order is chosen once here: bytewise keys are compared inline
+    /// through the whole seek.
+    fn find_entry<T: TakeEntry>(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<T::Out>> {
         if self.order.user().is_bytewise() {
-            self.find_entry_in::<InternalBytewise, V>(InternalBytewise, ikey, reads)
+            self.find_entry_in::<InternalBytewise, T>(InternalBytewise, ikey, reads)
         } else {
-            self.find_entry_in::<InternalOrder, V>(self.order.clone(), ikey, reads)
+            self.find_entry_in::<InternalOrder, T>(self.order.clone(), ikey, reads)
         }
     }
 
-    fn find_entry_in<O: KeyOrder, V: TakeValue>(
+    fn find_entry_in<O: KeyOrder, T: TakeEntry>(
         &self,
         order: O,
         ikey: &[u8],
         reads: BlockReads,
-    ) -> Result<Option<(Vec<u8>, V::Out)>> {
+    ) -> Result<Option<T::Out>> {
         let mut index = self.index.iter(order.clone());
         index.seek(ikey);
         index.status().map_err(|e| e.located(&self.name, 0))?;
@@ -292,7 +301,7 @@ impl Table {
         it.seek(ikey);
         it.status()
             .map_err(|e| e.located(&self.name, handle.offset))?;
-        Ok(it.valid().then(|| (it.key().to_vec(), V::take(&it))))
+        Ok(if it.valid() { T::take(&it, ikey) } else { None })
     }
 
     /// Approximate file offset where the data for `ikey` would start.
@@ -320,28 +329,47 @@ impl Table {
 }
 
 /// How a lookup hands out the value it found: copied, or as a view into its block.
-trait TakeValue {
+/// What a point lookup takes from the entry its seek lands on (given the target).
+trait TakeEntry {
     type Out;
-    fn take<O: KeyOrder>(it: &BlockIter<O>) -> Self::Out;
+    fn take<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out>;
 }
 
-/// The value copied out ([`Table::get`]).
-struct CopyValue;
+/// The entry's key and value, copied ([`Table::get`]).
+struct CopyEntry;
 
-impl TakeValue for CopyValue {
-    type Out = Vec<u8>;
-    fn take<O: KeyOrder>(it: &BlockIter<O>) -> Vec<u8> {
-        it.value().to_vec()
+impl TakeEntry for CopyEntry {
+    type Out = (Vec<u8>, Vec<u8>);
+    fn take<O: KeyOrder>(it: &BlockIter<O>, _: &[u8]) -> Option<Self::Out> {
+        Some((it.key().to_vec(), it.value().to_vec()))
     }
 }
 
-/// The value as a view that keeps its block alive ([`Table::get_pinned`]).
-struct PinValue;
+/// The entry's type when its user key is the target's (a version of the key the lookup
+/// asks for), or `None`: no key is copied.
+fn version_of<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<ValueType> {
+    let found = ParsedInternalKey::parse(it.key())?;
+    (found.user_key == key::user_key(target)).then_some(found.ty)
+}
 
-impl TakeValue for PinValue {
-    type Out = BlockSlice;
-    fn take<O: KeyOrder>(it: &BlockIter<O>) -> BlockSlice {
-        it.value_slice()
+/// The version's type and its value, copied ([`Table::get_version`]).
+struct CopyVersion;
+
+impl TakeEntry for CopyVersion {
+    type Out = (ValueType, Vec<u8>);
+    fn take<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
+        version_of(it, target).map(|ty| (ty, it.value().to_vec()))
+    }
+}
+
+/// The version's type and its value as a view that keeps its block alive
+/// ([`Table::get_version_pinned`]).
+struct PinVersion;
+
+impl TakeEntry for PinVersion {
+    type Out = (ValueType, BlockSlice);
+    fn take<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
+        version_of(it, target).map(|ty| (ty, it.value_slice()))
     }
 }
 

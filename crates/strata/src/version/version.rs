@@ -7,9 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::{L0_COMPACTION_TRIGGER, MAX_MEM_COMPACT_LEVEL, NUM_LEVELS, max_bytes_for_level};
 use crate::comparator::UserOrder;
 use crate::error::Result;
-use crate::key::{
-    self, InternalOrder, MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key,
-};
+use crate::key::{self, InternalOrder, MAX_SEQNUM, ValueType, make_internal_key};
 
 /// A live table as the version set knows it.
 #[derive(Debug)]
@@ -263,32 +261,50 @@ impl Version {
         &self,
         user_key: &[u8],
         seqnum: u64,
-        mut lookup: impl FnMut(&FileMeta, &[u8]) -> Result<Option<(Vec<u8>, V)>>,
+        mut lookup: impl FnMut(&FileMeta, &[u8]) -> Result<Option<(ValueType, V)>>,
     ) -> Result<(GetResult<V>, Option<(usize, Arc<FileMeta>)>)> {
-        let ikey = make_internal_key(user_key, seqnum, ValueType::FOR_SEEK);
+        key::with_internal_key(user_key, seqnum, ValueType::FOR_SEEK, |ikey| {
+            self.get_at(user_key, ikey, &mut lookup)
+        })
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn get_at<V>(
+        &self,
+        user_key: &[u8],
+        ikey: &[u8],
+        lookup: &mut impl FnMut(&FileMeta, &[u8]) -> Result<Option<(ValueType, V)>>,
+    ) -> Result<(GetResult<V>, Option<(usize, Arc<FileMeta>)>)> {
         let user = self.order.user();
         let mut first_miss: Option<(usize, Arc<FileMeta>)> = None;
         let mut consulted = 0usize;
         let mut charge = None;
+        let mut level0: Vec<&Arc<FileMeta>>;
+        let mut one: [&Arc<FileMeta>; 1];
         for level in 0..NUM_LEVELS {
             let files = &self.levels[level];
-            let candidates: Vec<&Arc<FileMeta>> = if level == 0 {
-                let mut c: Vec<_> = files
+            let candidates: &[&Arc<FileMeta>] = if level == 0 {
+                level0 = files
                     .iter()
                     .filter(|f| {
                         let (lo, hi) = f.user_range();
                         user.compare(lo, user_key).is_le() && user.compare(user_key, hi).is_le()
                     })
                     .collect();
-                c.sort_by_key(|f| std::cmp::Reverse(f.number)); // V2: newest first
-                c
+                level0.sort_by_key(|f| std::cmp::Reverse(f.number)); // V2: newest first
+                &level0
             } else {
-                let i = find_file(&self.order, files, &ikey);
-                files
+                let i = find_file(&self.order, files, ikey);
+                match files
                     .get(i)
                     .filter(|f| user.compare(f.user_range().0, user_key).is_le())
-                    .into_iter()
-                    .collect()
+                {
+                    Some(f) => {
+                        one = [f];
+                        &one
+                    }
+                    None => &[],
+                }
             };
             for f in candidates {
                 consulted += 1;
@@ -298,11 +314,8 @@ impl Version {
                 if first_miss.is_none() && consulted == 1 {
                     first_miss = Some((level, Arc::clone(f)));
                 }
-                if let Some((found, value)) = lookup(f, &ikey)?
-                    && let Some(p) = ParsedInternalKey::parse(&found)
-                    && p.user_key == user_key
-                {
-                    let result = match p.ty {
+                if let Some((ty, value)) = lookup(f, ikey)? {
+                    let result = match ty {
                         ValueType::Value => GetResult::Value(value),
                         ValueType::Deletion => GetResult::Deleted,
                         ValueType::BlobRef => GetResult::Blob(value),
