@@ -162,3 +162,54 @@ impl TableCache {
         &self.block_cache
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::MemEnv;
+    use crate::iter::Cursor;
+    use crate::key::make_internal_key;
+    use crate::sstable::{TableBuilder, TableOptions};
+
+    /// A table of `n` entries written as file `number` of `dir` in `env`; its size.
+    fn write_table(env: &MemEnv, dir: &Path, number: u64, n: usize) -> u64 {
+        let file = env.new_writable(&filename::table(dir, number)).unwrap();
+        let mut b = TableBuilder::new(file, TableOptions::default());
+        for i in 0..n {
+            let k = make_internal_key(format!("k{i:05}").as_bytes(), 1, ValueType::Value);
+            b.add(&k, b"v").unwrap();
+        }
+        let (mut file, size) = b.finish().unwrap();
+        file.sync().unwrap();
+        size
+    }
+
+    #[test]
+    fn a_one_pass_scan_reads_every_entry_and_keeps_no_table_open() {
+        let env = MemEnv::new();
+        let dir = Path::new("/db");
+        env.create_dir_all(dir).unwrap();
+        let size = write_table(&env, dir, 7, 500);
+        let cache = TableCache::new(
+            dir,
+            Arc::new(env),
+            BlockCache::new(1 << 20),
+            10,
+            true,
+            TableFormat::leveldb(),
+        );
+        let mut it = cache.scan_once(7, size).unwrap();
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(n, 500);
+        assert!(cache.lock().map.is_empty(), "the scan's table stays open");
+        assert_eq!(cache.block_cache().usage(), 0, "the scan filled the cache");
+        cache.find(7, size).unwrap();
+        assert_eq!(cache.lock().map.len(), 1);
+    }
+}
