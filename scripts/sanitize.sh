@@ -30,7 +30,12 @@ for san in "${sanitizers[@]}"; do
     # The suites run at their CI sizes (stress: 8 threads x 20,000 ops; metamorphic: 5 logs
     # x 4,000 ops on every option set); extra arguments after `--` in SANITIZE_TEST_ARGS
     # (a test name filter, say) pass through.
-    RUSTFLAGS="-Zsanitizer=$san" RUSTDOCFLAGS="-Zsanitizer=$san" \
+    # `rustix_use_libc`: rustix's default backend makes system calls itself, so the
+    # sanitizers never see `mmap`/`munmap`; a mapping unmapped by one test and an address
+    # reused by another test's mapping on another thread then looked to TSan like two
+    # threads writing the same memory unsynchronized (mapped-log tests, 2026-11-25).
+    # Through libc the interceptors see the unmap and forget the old mapping's history.
+    RUSTFLAGS="-Zsanitizer=$san --cfg=rustix_use_libc" RUSTDOCFLAGS="-Zsanitizer=$san" \
         $CARGO +nightly test -Zbuild-std --target "$TARGET" \
         --target-dir "target/sanitize-$san" -p strata \
         --lib --test threads --test stress --test metamorphic --test model \
