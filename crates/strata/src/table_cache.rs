@@ -121,8 +121,8 @@ impl TableCache {
     /// then leave the process's resident set with it, instead of staying mapped until the
     /// cache closes the table (a compaction's inputs can be tens of MiB). On the real
     /// filesystem such a map holds no file descriptor (the file is closed once mapped),
-    /// so it does not count against `max_open_files`. An unmapped table is read through the cache as any
-    /// other, so that open descriptors stay within the bound.
+    /// so it does not count against `max_open_files`. An unmapped table is read through
+    /// the cache as any other, so that open descriptors stay within the bound.
     pub fn scan_once(&self, number: u64, size: u64) -> Result<TableIter> {
         if !self.mapped {
             return self.iter(number, size, BlockReads::SCAN_ONCE);

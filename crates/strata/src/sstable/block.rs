@@ -130,10 +130,8 @@ impl Block {
         }
         let mut keys = Vec::with_capacity(self.num_restarts);
         for i in 0..self.num_restarts {
-            match self.entry_at(self.restart_point(i)) {
-                Some(e) if e.shared == 0 && e.non_shared >= crate::key::TAG_SIZE => {
-                    keys.push(user_key(&self.data[e.delta..e.delta + e.non_shared]));
-                }
+            match self.restart_key(i) {
+                Some(k) if k.len() >= crate::key::TAG_SIZE => keys.push(user_key(k)),
                 _ => return, // damaged: seeks read entries and report it
             }
         }
@@ -198,6 +196,15 @@ impl Block {
             value_len,
             delta: offset + header,
         })
+    }
+
+    /// The full key stored at restart point `index`, or `None` if it is damaged.
+    fn restart_key(&self, index: usize) -> Option<&[u8]> {
+        let e = self.entry_at(self.restart_point(index))?;
+        if e.shared != 0 {
+            return None;
+        }
+        Some(&self.data[e.delta..e.delta + e.non_shared])
     }
 
     fn restart_point(&self, i: usize) -> usize {
@@ -291,10 +298,6 @@ impl<O: KeyOrder> BlockIter<O> {
         }
     }
 
-    fn decode_entry(&self, offset: usize) -> Option<Entry> {
-        self.block.entry_at(offset)
-    }
-
     fn corrupt(&mut self, what: &str) {
         if self.err.is_none() {
             self.err = Some(Error::corruption(
@@ -333,7 +336,7 @@ impl<O: KeyOrder> BlockIter<O> {
             self.invalidate();
             return false;
         }
-        let Some(e) = self.decode_entry(self.current) else {
+        let Some(e) = self.block.entry_at(self.current) else {
             self.corrupt("truncated or overlong entry");
             return false;
         };
@@ -352,16 +355,6 @@ impl<O: KeyOrder> BlockIter<O> {
             self.restart_index += 1;
         }
         true
-    }
-
-    /// The full key stored at restart point `index`, or `None` if it is damaged.
-    fn restart_key(&self, index: usize) -> Option<&[u8]> {
-        let offset = self.block.restart_point(index);
-        let e = self.decode_entry(offset)?;
-        if e.shared != 0 {
-            return None;
-        }
-        Some(&self.block.data[e.delta..e.delta + e.non_shared])
     }
 }
 
@@ -416,7 +409,7 @@ impl<O: KeyOrder> Cursor for BlockIter<O> {
             let before = match by_fence {
                 Some(before) => before,
                 None => {
-                    let Some(mid_key) = self.restart_key(mid) else {
+                    let Some(mid_key) = self.block.restart_key(mid) else {
                         self.current = self.block.restart_point(mid);
                         return self.corrupt("restart point entry is damaged");
                     };

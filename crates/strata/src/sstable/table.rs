@@ -328,7 +328,6 @@ impl Table {
     }
 }
 
-/// How a lookup hands out the value it found: copied, or as a view into its block.
 /// What a point lookup takes from the entry its seek lands on (given the target).
 trait TakeEntry {
     type Out;
