@@ -43,6 +43,8 @@ pub struct Settings {
     pub blob_threshold: usize,
     /// The `strata-blob` engine's `blob_gc_ratio`.
     pub blob_gc_ratio: f64,
+    /// The `strata-blob` engine's `blob_compression`.
+    pub blob_compression: bool,
 }
 
 /// One write of a batch: a put (`Some(value)`) or a delete. Borrowed from buffers the
@@ -204,6 +206,7 @@ pub mod strata_engine {
                 level0_stop_writes_trigger: s.level0_triggers.1,
                 blob_threshold: if self.blob { s.blob_threshold } else { 0 },
                 blob_gc_ratio: s.blob_gc_ratio,
+                blob_compression: self.blob && s.blob_compression,
                 ..Options::default()
             };
             let db = Db::open(dir, options)

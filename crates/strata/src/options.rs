@@ -134,6 +134,12 @@ pub struct Options {
     /// to when at least this fraction of their blob file's bytes is garbage (refs dropped
     /// by compactions), so the file can die (default 0.25; 1.0: never).
     pub blob_gc_ratio: f64,
+    /// Store blob values Snappy-compressed (each one whose compressed form is at least an
+    /// eighth smaller; others stay raw). Off by default. Compression runs in the writer,
+    /// at write time (about 0.7 ns a byte on compressible values; an incompressible value
+    /// is given up on quickly); reads decompress. Refs say whether their value is
+    /// compressed, so files written with it on and off read the same.
+    pub blob_compression: bool,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,
 }
@@ -176,6 +182,7 @@ impl Default for Options {
             memtable_run_size: crate::memtable::MIN_RUN_BYTES,
             blob_threshold: 0,
             blob_gc_ratio: 0.25,
+            blob_compression: false,
             env: Arc::new(DiskEnv::new()),
         }
     }

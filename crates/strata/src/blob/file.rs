@@ -42,6 +42,12 @@ pub struct BlobWriter {
     /// The first failed append or sync: the file is never written or synced again (a
     /// sync after a failed one proves nothing), every later call returns it.
     failed: Option<Error>,
+    /// Values are stored Snappy-compressed when that saves at least an eighth
+    /// ([`BlobWriter::with_compression`]).
+    encoder: Option<snap::raw::Encoder>,
+    /// The compressed form of the value being added: its first `packed_len` bytes.
+    packed: Vec<u8>,
+    packed_len: usize,
 }
 
 impl std::fmt::Debug for BlobWriter {
@@ -67,7 +73,17 @@ impl BlobWriter {
             writeback_at: 0,
             dir_synced: false,
             failed: None,
+            encoder: None,
+            packed: Vec::new(),
+            packed_len: 0,
         })
+    }
+
+    /// Stores values Snappy-compressed from now on, each one whose compressed form is at
+    /// least an eighth smaller (LevelDB's rule for table blocks); others stay raw.
+    pub fn with_compression(mut self, on: bool) -> Self {
+        self.encoder = on.then(snap::raw::Encoder::new);
+        self
     }
 
     /// The file's number.
@@ -88,6 +104,43 @@ impl BlobWriter {
     /// Appends a record and returns its ref. The record reaches the file's buffer only:
     /// [`BlobWriter::flush`] before anyone may read it (X1).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<BlobRef> {
+        let mut packed = std::mem::take(&mut self.packed);
+        let raw_len = self.compress(value, &mut packed);
+        let stored = if raw_len.is_some() {
+            &packed[..self.packed_len]
+        } else {
+            value
+        };
+        let added = self.add_stored(key, stored, raw_len);
+        self.packed = packed;
+        added
+    }
+
+    /// Compresses `value` into `packed` if the writer compresses and that pays; returns
+    /// the value's raw length when `packed` is to be stored instead.
+    fn compress(&mut self, value: &[u8], packed: &mut Vec<u8>) -> Option<u32> {
+        let encoder = self.encoder.as_mut()?;
+        let raw_len = u32::try_from(value.len()).ok()?;
+        // Grown, never shrunk: no bytes are cleared again for the next value.
+        let room = snap::raw::max_compress_len(value.len());
+        if packed.len() < room {
+            packed.resize(room, 0);
+        }
+        let n = encoder.compress(value, packed).ok()?;
+        (n < value.len() - value.len() / 8).then_some(n).map(|n| {
+            self.packed_len = n;
+            raw_len
+        })
+    }
+
+    /// Appends a record holding `value` as given (`raw_len`: it is compressed, and this
+    /// long once decompressed), as a garbage collection moving a compressed value does.
+    pub fn add_stored(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        raw_len: Option<u32>,
+    ) -> Result<BlobRef> {
         let (Ok(key_len), Ok(value_len)) = (u32::try_from(key.len()), u32::try_from(value.len()))
         else {
             return Err(Error::InvalidArgument(format!(
@@ -128,6 +181,7 @@ impl BlobWriter {
             offset: self.offset,
             record_len: record_len32,
             value_len,
+            raw_len,
         };
         self.offset += record_len as u64;
         self.records += 1;

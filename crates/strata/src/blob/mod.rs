@@ -33,7 +33,11 @@ use crate::error::{Error, Result};
 ///
 /// ```text
 /// file varint64 | offset varint64 | record_len varint32 | value_len varint32
+///     [ kind varint32 (1: Snappy) | raw_len varint32 ]
 /// ```
+///
+/// The last two fields are present only for a value stored compressed: `value_len` is
+/// then the length stored in the record, `raw_len` the value's own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlobRef {
     /// The blob file's number (that of its WAL).
@@ -42,13 +46,23 @@ pub struct BlobRef {
     pub offset: u64,
     /// The record's size in bytes, header included.
     pub record_len: u32,
-    /// The value's size in bytes.
+    /// The size in bytes of the value as the record stores it.
     pub value_len: u32,
+    /// For a value stored Snappy-compressed, its length once decompressed.
+    pub raw_len: Option<u32>,
 }
+
+/// The `kind` of a ref to a Snappy-compressed value.
+const KIND_SNAPPY: u32 = 1;
 
 impl BlobRef {
     /// Largest encoded size.
-    pub const MAX_ENCODED_LEN: usize = 10 + 10 + 5 + 5;
+    pub const MAX_ENCODED_LEN: usize = 10 + 10 + 5 + 5 + 5 + 5;
+
+    /// The value's own length (after decompression, if stored compressed).
+    pub fn raw_len(&self) -> u32 {
+        self.raw_len.unwrap_or(self.value_len)
+    }
 
     /// Appends the encoding to `dst`.
     pub fn encode_to(&self, dst: &mut Vec<u8>) {
@@ -56,6 +70,10 @@ impl BlobRef {
         put_varint64(dst, self.offset);
         put_varint32(dst, self.record_len);
         put_varint32(dst, self.value_len);
+        if let Some(raw) = self.raw_len {
+            put_varint32(dst, KIND_SNAPPY);
+            put_varint32(dst, raw);
+        }
     }
 
     /// The encoding.
@@ -68,12 +86,24 @@ impl BlobRef {
     /// Decodes a ref; anything but exactly one ref is corruption.
     pub fn decode(src: &[u8]) -> Result<Self> {
         let mut d = Decoder::new(src);
-        let r = BlobRef {
+        let mut r = BlobRef {
             file: d.varint64("blob ref file")?,
             offset: d.varint64("blob ref offset")?,
             record_len: d.varint32("blob ref record length")?,
             value_len: d.varint32("blob ref value length")?,
+            raw_len: None,
         };
+        if !d.is_empty() {
+            let kind = d.varint32("blob ref kind")?;
+            if kind != KIND_SNAPPY {
+                return Err(Error::corruption(
+                    "",
+                    d.position() as u64,
+                    format!("blob ref of unknown kind {kind}"),
+                ));
+            }
+            r.raw_len = Some(d.varint32("blob ref raw length")?);
+        }
         if !d.is_empty() {
             return Err(Error::corruption(
                 "",

@@ -141,6 +141,20 @@ impl BlobStore {
     pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let r = BlobRef::decode(encoded_ref)?;
         self.read_ref(user_key, &r, out)
+            .and_then(|()| decompress(&r, out))
+            .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
+    }
+
+    /// The value `encoded_ref` points to as its record stores it (compressed if the ref
+    /// says so), checked against `user_key` (X2), into `out`.
+    pub fn read_stored_into(
+        &self,
+        user_key: &[u8],
+        encoded_ref: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let r = BlobRef::decode(encoded_ref)?;
+        self.read_ref(user_key, &r, out)
             .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
     }
 
@@ -189,6 +203,31 @@ impl BlobStore {
         files.open.remove(&number);
         files.writing.remove(&number);
     }
+}
+
+/// Replaces the value in `out`, checked against its record (X2), by its decompressed form
+/// if `r` says it is stored compressed; a value that does not decompress to the length the
+/// ref gives is corruption.
+fn decompress(r: &BlobRef, out: &mut Vec<u8>) -> Result<()> {
+    let Some(raw_len) = r.raw_len else {
+        return Ok(());
+    };
+    let bad = |what: String| Error::corruption("", r.offset, what);
+    match snap::raw::decompress_len(out) {
+        Ok(n) if n == raw_len as usize => {}
+        Ok(n) => {
+            return Err(bad(format!(
+                "blob value decompresses to {n} bytes, the ref expects {raw_len}"
+            )));
+        }
+        Err(e) => return Err(bad(format!("blob value does not decompress: {e}"))),
+    }
+    let mut plain = vec![0; raw_len as usize];
+    snap::raw::Decoder::new()
+        .decompress(out, &mut plain)
+        .map_err(|e| bad(format!("blob value does not decompress: {e}")))?;
+    *out = plain;
+    Ok(())
 }
 
 /// Fills `buf` from `offset`; a short read is corruption (the record is cut off).

@@ -114,6 +114,7 @@ fn malformed_refs_are_corruption() {
         offset: 8,
         record_len: 20,
         value_len: 10,
+        raw_len: None,
     };
     let mut enc = r.encode();
     enc.push(0);
@@ -121,4 +122,78 @@ fn malformed_refs_are_corruption() {
     assert!(BlobRef::decode(&enc[..2]).unwrap_err().is_corruption());
     let bad = BlobRef { value_len: 20, ..r };
     assert!(BlobRef::decode(&bad.encode()).unwrap_err().is_corruption());
+}
+
+#[test]
+fn a_ref_to_a_compressed_value_round_trips_and_an_unknown_kind_is_corruption() {
+    let r = BlobRef {
+        file: 3,
+        offset: 8,
+        record_len: 40,
+        value_len: 30,
+        raw_len: Some(1000),
+    };
+    assert_eq!(BlobRef::decode(&r.encode()).unwrap(), r);
+    assert_eq!(r.raw_len(), 1000);
+    // A raw value's ref keeps the four-field encoding.
+    let plain = BlobRef { raw_len: None, ..r };
+    assert_eq!(plain.encode().len() + 3, r.encode().len());
+    let mut unknown = plain.encode();
+    unknown.extend_from_slice(&[2, 10]);
+    assert!(BlobRef::decode(&unknown).unwrap_err().is_corruption());
+}
+
+#[test]
+fn compressible_values_are_stored_compressed_and_read_back_whole() {
+    let env = Arc::new(MemEnv::new());
+    let dir = Path::new("/db");
+    let file = env.new_writable(&filename::blob(dir, 9)).unwrap();
+    let mut w = BlobWriter::new(file, 9).unwrap().with_compression(true);
+    let compressible = b"abcdefgh".repeat(5000);
+    let mut x = 1u64;
+    let noise: Vec<u8> = (0..40_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let a = w.add(b"a", &compressible).unwrap();
+    let b = w.add(b"b", &noise).unwrap();
+    w.flush().unwrap();
+    assert_eq!(a.raw_len, Some(compressible.len() as u32));
+    assert!((a.value_len as usize) < compressible.len() / 8, "{a:?}");
+    assert_eq!(b.raw_len, None, "incompressible values stay raw");
+    assert_eq!(b.value_len as usize, noise.len());
+    let store = BlobStore::new(Arc::clone(&env) as Arc<dyn Env>, dir.to_path_buf(), true, 4);
+    assert_eq!(store.read(b"a", &a.encode()).unwrap(), compressible);
+    assert_eq!(store.read(b"b", &b.encode()).unwrap(), noise);
+    let mut stored = Vec::new();
+    store
+        .read_stored_into(b"a", &a.encode(), &mut stored)
+        .unwrap();
+    assert_eq!(stored.len(), a.value_len as usize);
+    // A ref whose raw length disagrees with the stored value is corruption.
+    let wrong = BlobRef {
+        raw_len: Some(a.raw_len() + 1),
+        ..a
+    };
+    assert!(
+        store
+            .read(b"a", &wrong.encode())
+            .unwrap_err()
+            .is_corruption()
+    );
+    // A ref claiming compression for a raw value is corruption, never garbage bytes.
+    let claims = BlobRef {
+        raw_len: Some(50_000),
+        ..b
+    };
+    assert!(
+        store
+            .read(b"b", &claims.encode())
+            .unwrap_err()
+            .is_corruption()
+    );
 }

@@ -90,7 +90,7 @@ impl<'a> BlobRewriter<'a> {
 
     fn action(&self, r: &BlobRef) -> Action {
         let threshold = self.db.options.blob_threshold;
-        if threshold == 0 || (r.value_len as usize) < threshold {
+        if threshold == 0 || (r.raw_len() as usize) < threshold {
             return Action::Inline;
         }
         if self.move_all {
@@ -122,9 +122,17 @@ impl<'a> BlobRewriter<'a> {
             return Ok(None);
         }
         let user_key = crate::key::user_key(ikey);
-        self.db
-            .blobs
-            .read_into(user_key, encoded_ref, &mut self.value)?;
+        // A compressed value moves as it is stored: no decompressing and compressing again.
+        let as_stored = action == Action::Move && r.raw_len.is_some();
+        if as_stored {
+            self.db
+                .blobs
+                .read_stored_into(user_key, encoded_ref, &mut self.value)?;
+        } else {
+            self.db
+                .blobs
+                .read_into(user_key, encoded_ref, &mut self.value)?;
+        }
         self.add_garbage(&r);
         self.ikey.clear();
         self.ikey.extend_from_slice(ikey);
@@ -153,7 +161,11 @@ impl<'a> BlobRewriter<'a> {
                 self.writer.insert(self.db.new_blob_writer(number)?)
             }
         };
-        let moved = writer.add(user_key, &self.value)?;
+        let moved = if as_stored {
+            writer.add_stored(user_key, &self.value, r.raw_len)?
+        } else {
+            writer.add(user_key, &self.value)?
+        };
         self.counts.0 += 1;
         self.counts.1 += u64::from(moved.record_len);
         self.value.clear();

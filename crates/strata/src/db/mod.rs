@@ -257,7 +257,7 @@ impl DbInner {
     fn new_blob_writer(&self, number: u64) -> Result<BlobWriter> {
         self.blobs.begin_writing(number);
         let file = self.new_appended_file(&filename::blob(&self.dir, number))?;
-        BlobWriter::new(file, number)
+        Ok(BlobWriter::new(file, number)?.with_compression(self.options.blob_compression))
     }
 
     fn new_appended_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
