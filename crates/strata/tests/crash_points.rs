@@ -55,6 +55,8 @@ fn options(env: &CrashEnv) -> Options {
         max_file_size: 4 << 10,
         block_size: 256,
         blob_threshold: BLOB_THRESHOLD.get(),
+        // Blob values (compressible here) stored Snappy-compressed.
+        blob_compression: true,
         // With value separation on, two full memtables may wait for their flush.
         max_write_buffer_number: if BLOB_THRESHOLD.get() > 0 { 3 } else { 2 },
         env: Arc::new(env.clone()),

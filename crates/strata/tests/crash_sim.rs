@@ -94,6 +94,9 @@ fn options(env: &CrashEnv, rng: &mut Rng) -> Options {
         // Value separation off, or on for values of 64 bytes and more (about two in
         // three); it may change from one open to the next, as a user may change it.
         blob_threshold: [0, 64][rng.below(2) as usize],
+        // Blob values stored compressed or raw, also changing between opens: refs say
+        // which, so both kinds must read after any crash.
+        blob_compression: rng.below(2) == 0,
         // One to three full memtables may wait for their flush.
         max_write_buffer_number: 2 + rng.below(3) as usize,
         env: Arc::new(env.clone()),

@@ -97,6 +97,8 @@ thread_local! {
 fn options(env: Arc<dyn Env>, retry: Duration) -> Options {
     Options {
         blob_threshold: BLOB_THRESHOLD.get(),
+        // Blob values (compressible here) stored Snappy-compressed.
+        blob_compression: true,
         // With value separation on, two full memtables may wait for their flush.
         max_write_buffer_number: if BLOB_THRESHOLD.get() > 0 { 3 } else { 2 },
         create_if_missing: true,

@@ -120,6 +120,8 @@ pub fn all() -> Vec<OptionSet> {
         block_size: 512,
         max_file_size: 8 << 10,
         blob_threshold: 1,
+        // Three values in four compress: both kinds of ref, side by side.
+        blob_compression: true,
         max_subcompactions: 2,
         ..Options::default()
     };
