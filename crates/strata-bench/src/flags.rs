@@ -103,8 +103,9 @@ pub struct Flags {
     #[arg(long = "blob_gc_ratio", default_value_t = 0.25)]
     pub blob_gc_ratio: f64,
     /// The `strata-blob` engine: store blob values Snappy-compressed when that saves an
-    /// eighth or more (`Options::blob_compression`).
-    #[arg(long = "blob_compression", default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    /// eighth or more (`Options::blob_compression`; on by default for this engine, whose
+    /// column shows Strata's large-value mode as recommended).
+    #[arg(long = "blob_compression", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub blob_compression: bool,
     /// Block compression (Snappy).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
