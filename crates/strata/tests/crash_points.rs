@@ -337,6 +337,8 @@ fn is(p: &Path, suffix: &str) -> bool {
 /// - a synced write is acknowledged only when no log has unsynced bytes: its own log, and
 ///   every older log it depends on (removing the old log's sync at a memtable switch would
 ///   put a synced write after a torn tail, which recovery must drop);
+/// - a synced write is acknowledged only when every log made so far has its directory
+///   entry synced (C1: a log's entry is synced when it is made, before it is used);
 /// - a manifest edit names only tables that are synced with their directory entries;
 /// - `CURRENT` is renamed into place only from a synced temp file, and no old manifest is
 ///   removed before that rename is made durable.
@@ -344,6 +346,8 @@ fn audit(name: &str, trace: &[Event]) {
     // Logs with appended bytes not yet synced (a removed log no longer counts: what it
     // held is in a synced table by then).
     let mut unsynced_logs: std::collections::BTreeSet<PathBuf> = Default::default();
+    // Logs created since the last directory sync.
+    let mut undirsynced_logs: std::collections::BTreeSet<PathBuf> = Default::default();
     // Tables: created, appended, synced, dir-synced since creation.
     let mut tables: BTreeMap<PathBuf, (bool, bool)> = BTreeMap::new();
     let mut synced_temps: Vec<PathBuf> = Vec::new();
@@ -356,6 +360,9 @@ fn audit(name: &str, trace: &[Event]) {
             }
             Event::Sync(p) | Event::Remove(p) if is(p, ".log") => {
                 unsynced_logs.remove(p);
+                if matches!(e, Event::Remove(_)) {
+                    undirsynced_logs.remove(p);
+                }
             }
             Event::Mark(m) if m.starts_with("ack sync") => {
                 assert!(
@@ -363,6 +370,14 @@ fn audit(name: &str, trace: &[Event]) {
                     "{at}: a synced write was acknowledged while {unsynced_logs:?} had unsynced \
                      bytes (its own log, or an older one it depends on)"
                 );
+                assert!(
+                    undirsynced_logs.is_empty(),
+                    "{at}: a synced write was acknowledged while the directory entry of \
+                     {undirsynced_logs:?} was not synced"
+                );
+            }
+            Event::Create(p) if is(p, ".log") => {
+                undirsynced_logs.insert(p.clone());
             }
             Event::Create(p) if is(p, ".ldb") => {
                 tables.insert(p.clone(), (false, false));
@@ -381,6 +396,7 @@ fn audit(name: &str, trace: &[Event]) {
                 for t in tables.values_mut() {
                     t.1 = true;
                 }
+                undirsynced_logs.clear();
                 current_renamed_unsynced = false;
             }
             Event::Append(p, _) if p.to_string_lossy().contains("MANIFEST") => {
