@@ -74,6 +74,7 @@ pub mod key;
 pub mod log;
 #[doc(hidden)]
 pub mod memtable;
+mod open_files;
 #[doc(hidden)]
 pub mod options;
 #[doc(hidden)]

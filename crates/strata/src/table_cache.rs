@@ -13,14 +13,8 @@ use crate::env::Env;
 use crate::error::Result;
 use crate::filename;
 use crate::key::{InternalOrder, ValueType};
+use crate::open_files::OpenFiles;
 use crate::sstable::{BlockReads, Table, TableFormat, TableIter};
-
-#[derive(Debug, Default)]
-struct Entries {
-    /// File number to table and the tick of its last use.
-    map: crate::cache::NumberMap<u64, (Arc<Table>, u64)>,
-    tick: u64,
-}
 
 /// The open tables of one database.
 #[derive(Debug)]
@@ -28,13 +22,12 @@ pub struct TableCache {
     dir: PathBuf,
     env: Arc<dyn Env>,
     block_cache: Arc<BlockCache>,
-    capacity: usize,
     /// Open tables with [`Env::new_table_reader`] (which may map them), not
     /// [`Env::new_random_access`].
     mapped: bool,
     /// The database's key order and filter policy.
     format: TableFormat,
-    entries: Mutex<Entries>,
+    tables: Mutex<OpenFiles<Arc<Table>>>,
 }
 
 impl TableCache {
@@ -51,10 +44,9 @@ impl TableCache {
             dir: dir.to_path_buf(),
             env,
             block_cache,
-            capacity: capacity.max(1),
             mapped,
             format,
-            entries: Mutex::default(),
+            tables: Mutex::new(OpenFiles::new(capacity)),
         }
     }
 
@@ -63,39 +55,22 @@ impl TableCache {
         &self.format.order
     }
 
-    fn lock(&self) -> MutexGuard<'_, Entries> {
+    fn lock(&self) -> MutexGuard<'_, OpenFiles<Arc<Table>>> {
         // Each operation leaves the map whole; a panic cannot leave it half updated.
-        self.entries.lock().unwrap_or_else(|p| p.into_inner())
+        self.tables.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The open table `number` (of `size` bytes), opening it if needed.
     pub fn find(&self, number: u64, size: u64) -> Result<Arc<Table>> {
-        {
-            let mut e = self.lock();
-            e.tick += 1;
-            let tick = e.tick;
-            if let Some((t, used)) = e.map.get_mut(&number) {
-                *used = tick;
-                return Ok(Arc::clone(t));
-            }
+        if let Some(t) = self.lock().get(number) {
+            return Ok(t);
         }
         // Open outside the lock: other lookups go on meanwhile.
         let table = self
             .open(number, size)?
             .with_cache(Arc::clone(&self.block_cache));
         let table = Arc::new(table);
-        let mut e = self.lock();
-        if e.map.len() >= self.capacity
-            && let Some(oldest) = e
-                .map
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(n, _)| *n)
-        {
-            e.map.remove(&oldest);
-        }
-        let tick = e.tick;
-        e.map.insert(number, (Arc::clone(&table), tick));
+        self.lock().insert(number, Arc::clone(&table));
         Ok(table)
     }
 
@@ -160,7 +135,7 @@ impl TableCache {
 
     /// Forgets table `number` (its file is being deleted).
     pub fn evict(&self, number: u64) {
-        self.lock().map.remove(&number);
+        self.lock().remove(number);
     }
 
     /// The block cache the tables share.
@@ -213,7 +188,7 @@ mod tests {
             it.next();
         }
         it.status().unwrap();
-        let open = cache.lock().map.len();
+        let open = cache.lock().len();
         (n, open, cache.block_cache().usage())
     }
 

@@ -12,7 +12,6 @@
 //! opening one more closes the least recently read. A reader in the middle of a read
 //! holds its file through an `Arc`, so closing never pulls a file from under a read.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -20,6 +19,7 @@ use super::{BlobRef, decode_record, decode_split, record_header_len};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filename;
+use crate::open_files::OpenFiles;
 
 /// How one blob file is read.
 #[derive(Clone)]
@@ -35,11 +35,9 @@ struct Open {
 /// page (a TLB miss per page); measured on 100 KB values, 2026-11-24).
 const PREAD_AT_LEAST: usize = 16 << 10;
 
-#[derive(Default)]
 struct Files {
-    /// Open files, each with the tick of its last use.
-    open: HashMap<u64, (Open, u64)>,
-    tick: u64,
+    /// Open files, the least recently read closed first.
+    open: OpenFiles<Open>,
     /// Files a writer still appends to.
     writing: std::collections::HashSet<u64>,
 }
@@ -49,7 +47,6 @@ pub struct BlobStore {
     env: Arc<dyn Env>,
     dir: PathBuf,
     mapped: bool,
-    capacity: usize,
     files: Mutex<Files>,
 }
 
@@ -69,8 +66,10 @@ impl BlobStore {
             env,
             dir,
             mapped,
-            capacity: capacity.max(1),
-            files: Mutex::new(Files::default()),
+            files: Mutex::new(Files {
+                open: OpenFiles::new(capacity),
+                writing: Default::default(),
+            }),
         }
     }
 
@@ -80,11 +79,8 @@ impl BlobStore {
 
     fn open(&self, number: u64) -> Result<Open> {
         let mut files = self.lock();
-        files.tick += 1;
-        let tick = files.tick;
-        if let Some((f, used)) = files.open.get_mut(&number) {
-            *used = tick;
-            return Ok(f.clone());
+        if let Some(f) = files.open.get(number) {
+            return Ok(f);
         }
         let path = filename::blob(&self.dir, number);
         let sealed = !files.writing.contains(&number);
@@ -97,16 +93,7 @@ impl BlobStore {
             file: self.env.new_random_access(&path)?,
             map,
         };
-        if files.open.len() >= self.capacity
-            && let Some(oldest) = files
-                .open
-                .iter()
-                .min_by_key(|(_, (_, used))| *used)
-                .map(|(n, _)| *n)
-        {
-            files.open.remove(&oldest);
-        }
-        files.open.insert(number, (open.clone(), tick));
+        files.open.insert(number, open.clone());
         Ok(open)
     }
 
@@ -119,14 +106,14 @@ impl BlobStore {
     pub fn begin_writing(&self, number: u64) {
         let mut files = self.lock();
         files.writing.insert(number);
-        files.open.remove(&number);
+        files.open.remove(number);
     }
 
     /// Blob file `number` is complete: later reads may map it.
     pub fn seal(&self, number: u64) {
         let mut files = self.lock();
         if files.writing.remove(&number) {
-            files.open.remove(&number);
+            files.open.remove(number);
         }
     }
 
@@ -200,7 +187,7 @@ impl BlobStore {
     /// Forgets blob file `number` (its file is being deleted).
     pub fn evict(&self, number: u64) {
         let mut files = self.lock();
-        files.open.remove(&number);
+        files.open.remove(number);
         files.writing.remove(&number);
     }
 }
