@@ -28,8 +28,7 @@ impl TwoLevel<Files, LevelParts> {
             files,
             LevelParts {
                 table_cache,
-                reads,
-                once: false,
+                open: Opening::Cached(reads),
             },
         )
     }
@@ -41,8 +40,7 @@ impl TwoLevel<Files, LevelParts> {
             files,
             LevelParts {
                 table_cache,
-                reads: BlockReads::SCAN_ONCE,
-                once: true,
+                open: Opening::Once,
             },
         )
     }
@@ -122,9 +120,16 @@ impl Cursor for Files {
 #[derive(Debug)]
 pub struct LevelParts {
     table_cache: Arc<TableCache>,
-    reads: BlockReads,
-    /// Open each table for this pass only ([`TableCache::scan_once`]).
-    once: bool,
+    open: Opening,
+}
+
+/// How a level's tables are opened.
+#[derive(Debug, Clone, Copy)]
+enum Opening {
+    /// Through the table cache, reading blocks as given.
+    Cached(BlockReads),
+    /// For this pass only ([`TableCache::scan_once`]).
+    Once,
 }
 
 impl Parts for LevelParts {
@@ -138,10 +143,9 @@ impl Parts for LevelParts {
                 .map(u64::from_le_bytes)
                 .ok_or_else(|| Error::corruption("", 0, "bad file entry in a level cursor"))
         };
-        if self.once {
-            self.table_cache.scan_once(word(0)?, word(8)?)
-        } else {
-            self.table_cache.iter(word(0)?, word(8)?, self.reads)
+        match self.open {
+            Opening::Cached(reads) => self.table_cache.iter(word(0)?, word(8)?, reads),
+            Opening::Once => self.table_cache.scan_once(word(0)?, word(8)?),
         }
     }
 }
