@@ -135,10 +135,14 @@ pub struct Options {
     /// by compactions), so the file can die (default 0.25; 1.0: never).
     pub blob_gc_ratio: f64,
     /// Store blob values Snappy-compressed (each one whose compressed form is at least an
-    /// eighth smaller; others stay raw). Off by default. Compression runs in the writer,
-    /// at write time (about 0.7 ns a byte on compressible values; an incompressible value
-    /// is given up on quickly); reads decompress. Refs say whether their value is
-    /// compressed, so files written with it on and off read the same.
+    /// eighth smaller; others stay raw). Off by default; used only with a
+    /// `blob_threshold`. Compression runs in the writer, at write time (about 0.7 ns a
+    /// byte on compressible values; an incompressible value is given up on quickly), and
+    /// wherever a raw value is copied into a new blob file (a garbage collection's move,
+    /// recovery's copy); reads decompress. Refs say whether their value is compressed, so
+    /// files written with it on and off read the same. The first open with it on marks
+    /// the manifest (tag 20 = 2), so a Strata older than compressed values refuses the
+    /// database instead of failing on its refs.
     pub blob_compression: bool,
     /// The filesystem (default: the real one).
     pub env: Arc<dyn Env>,

@@ -262,6 +262,43 @@ fn a_wal_record_whose_blob_record_is_lost_ends_the_replay() {
     assert_eq!(db.get(key(9)).unwrap(), Some(vec![9u8; 2000]));
 }
 
+/// Compression is real (the files shrink), and the manifest says refs to compressed values
+/// may exist (tag 20 = 2), so a Strata older than them refuses the database.
+#[test]
+fn compression_shrinks_blob_files_and_the_manifest_says_so() {
+    let sizes = [false, true].map(|compress| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("db");
+        let db = Db::open(
+            &dir,
+            Options {
+                blob_compression: compress,
+                ..options()
+            },
+        )
+        .unwrap();
+        for i in 0..50u64 {
+            db.put(key(i), format!("{i}:").repeat(2000)).unwrap();
+        }
+        let flag = db.property("strata.blob-files").unwrap();
+        let want = if compress {
+            "value separation: on, values may be compressed"
+        } else {
+            "value separation: on"
+        };
+        assert_eq!(flag.lines().next(), Some(want));
+        db.close().unwrap();
+        let bytes = dir_bytes(&dir, ".blob");
+        // Compression switched off again: the flag stays (compressed refs remain).
+        let db = Db::open(&dir, options()).unwrap();
+        let flag = db.property("strata.blob-files").unwrap();
+        assert_eq!(flag.lines().next(), Some(want));
+        db.close().unwrap();
+        bytes
+    });
+    assert!(sizes[1] * 4 < sizes[0], "{sizes:?}");
+}
+
 #[test]
 fn a_damaged_blob_is_an_error_never_a_wrong_value() {
     a_damaged_blob_is_an_error_with(options());

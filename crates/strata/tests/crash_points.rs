@@ -46,6 +46,9 @@ thread_local! {
     /// Value separation for this thread's runs: the sweep and the audit run every
     /// workload with it off and then on (values of 8 bytes and more in blob files).
     static BLOB_THRESHOLD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Blob values stored compressed (in even seed rounds: the default single round
+    /// compresses, `STRATA_POINTS_SEEDS` of 2 or more also runs raw blob values).
+    static BLOB_COMPRESS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
 fn options(env: &CrashEnv) -> Options {
@@ -55,8 +58,8 @@ fn options(env: &CrashEnv) -> Options {
         max_file_size: 4 << 10,
         block_size: 256,
         blob_threshold: BLOB_THRESHOLD.get(),
-        // Blob values (compressible here) stored Snappy-compressed.
-        blob_compression: true,
+        // Blob values (compressible here) stored Snappy-compressed, or raw.
+        blob_compression: BLOB_COMPRESS.get(),
         // With value separation on, two full memtables may wait for their flush.
         max_write_buffer_number: if BLOB_THRESHOLD.get() > 0 { 3 } else { 2 },
         env: Arc::new(env.clone()),
@@ -280,6 +283,7 @@ fn every_crash_point_of_the_standard_workloads() {
         (0..seeds).flat_map(|r| both_modes().map(move |w| (r, w)))
     {
         BLOB_THRESHOLD.set(threshold);
+        BLOB_COMPRESS.set(round % 2 == 0);
         let mut points = 0u64;
         for k in 1.. {
             let mut taken_any = false;
@@ -309,7 +313,9 @@ fn every_crash_point_of_the_standard_workloads() {
         }
         assert!(points > 3, "{name}: only {points} crash points");
         println!(
-            "{name} (blob threshold {threshold}): {points} crash points x {} damage modes",
+            "{name} (blob threshold {threshold}, compressed {}): {points} crash points x {} \
+             damage modes",
+            BLOB_COMPRESS.get(),
             damages.len()
         );
     }

@@ -91,14 +91,17 @@ thread_local! {
     /// Value separation for this thread's runs (0: off; 64: the workload's 90-byte values
     /// go to blob files). Every test runs with it off and on.
     static BLOB_THRESHOLD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// Blob values stored compressed (the single-fault sweeps; every other blob run of
+    /// the multi-fault runs stores them raw).
+    static BLOB_COMPRESS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
 }
 
 /// `retry`: `Options::background_retry_interval` (zero: a paused step waits for a reopen).
 fn options(env: Arc<dyn Env>, retry: Duration) -> Options {
     Options {
         blob_threshold: BLOB_THRESHOLD.get(),
-        // Blob values (compressible here) stored Snappy-compressed.
-        blob_compression: true,
+        // Blob values (compressible here) stored Snappy-compressed, or raw.
+        blob_compression: BLOB_COMPRESS.get(),
         // With value separation on, two full memtables may wait for their flush.
         max_write_buffer_number: if BLOB_THRESHOLD.get() > 0 { 3 } else { 2 },
         create_if_missing: true,
@@ -403,6 +406,7 @@ fn random_multi_fault_runs() {
     let mut failures = 0;
     for run_no in 0..runs {
         BLOB_THRESHOLD.set(if run_no % 2 == 1 { 64 } else { 0 });
+        BLOB_COMPRESS.set(run_no % 4 == 1);
         let ctx = format!("multi-fault run {run_no} (seed {seed})");
         failures += multi_fault_run(&mut rng, &ops, &ctx, Duration::ZERO).1;
     }
@@ -442,6 +446,7 @@ fn random_multi_fault_runs_with_retries() {
     let (mut failures, mut healed) = (0, 0);
     for run_no in 0..runs {
         BLOB_THRESHOLD.set(if run_no % 2 == 1 { 64 } else { 0 });
+        BLOB_COMPRESS.set(run_no % 4 == 1);
         let ctx = format!("multi-fault run with retries {run_no} (seed {seed})");
         let (out, failed) = multi_fault_run(&mut rng, &ops, &ctx, Duration::from_millis(1));
         failures += failed;

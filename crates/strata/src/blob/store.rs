@@ -124,7 +124,8 @@ impl BlobStore {
         Ok(out)
     }
 
-    /// [`BlobStore::read`] into `out` (cleared first), reusing its allocation.
+    /// [`BlobStore::read`] into `out` (cleared first), reusing its allocation for a raw
+    /// value (a compressed one is decompressed into a new buffer that replaces it).
     pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let r = BlobRef::decode(encoded_ref)?;
         self.read_ref(user_key, &r, out)

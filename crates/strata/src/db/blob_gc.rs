@@ -25,7 +25,7 @@ use crate::blob::{BlobRef, BlobWriter};
 use crate::error::Result;
 use crate::filename;
 use crate::key::{TAG_SIZE, ValueType};
-use crate::version::BlobFileMeta;
+use crate::version::{BlobFileMeta, Separation};
 
 /// Blob ref bookkeeping for one compaction shard.
 pub(super) struct BlobRewriter<'a> {
@@ -188,18 +188,25 @@ impl<'a> BlobRewriter<'a> {
 
 /// How the manifest's value-separation flag (tag 20) should change, if at all: on once a
 /// database is opened with a threshold, before any ref is written (LevelDB refuses it
-/// from then on); off once the threshold is 0 and no blob file is named by `current` or
-/// waits to be (`unnamed`): the database is LevelDB's format again.
+/// from then on), and "compressed" once it is opened with `blob_compression`, before any
+/// compressed value is written (a Strata older than compressed values refuses it from
+/// then on); off once the threshold is 0 and no blob file is named by `current` or waits
+/// to be (`unnamed`): the database is LevelDB's format again.
 pub(super) fn separation_change(
     db: &DbInner,
     current: &crate::version::Version,
     unnamed: bool,
-) -> Option<bool> {
+) -> Option<Separation> {
     let on = db.options.blob_threshold > 0;
-    if on && !current.separation {
-        Some(true)
+    let compressed = on && db.options.blob_compression;
+    if on && (!current.separation || (compressed && !current.compressed_refs)) {
+        Some(if compressed || current.compressed_refs {
+            Separation::Compressed
+        } else {
+            Separation::On
+        })
     } else if !on && current.separation && current.blob_files.is_empty() && !unnamed {
-        Some(false)
+        Some(Separation::Off)
     } else {
         None
     }

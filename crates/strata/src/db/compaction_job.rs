@@ -31,6 +31,7 @@ use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key, user_key};
 use crate::sstable::TableBuilder;
 use crate::version::FileMetaData;
+use crate::version::Separation;
 
 /// One table being written by a compaction.
 struct Output {
@@ -176,11 +177,11 @@ fn end_separation_if_done<'a>(
     mut st: MutexGuard<'a, State>,
 ) -> (MutexGuard<'a, State>, Option<Error>) {
     let change = separation_change(db, &st.versions.current(), !st.blob_counts.is_empty());
-    if change != Some(false) {
+    if change != Some(Separation::Off) {
         return (st, None);
     }
     let mut edit = crate::version::VersionEdit {
-        separation: Some(false),
+        separation: Some(Separation::Off),
         ..Default::default()
     };
     let applied;

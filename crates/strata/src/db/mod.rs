@@ -257,7 +257,10 @@ impl DbInner {
     fn new_blob_writer(&self, number: u64) -> Result<BlobWriter> {
         self.blobs.begin_writing(number);
         let file = self.new_appended_file(&filename::blob(&self.dir, number))?;
-        Ok(BlobWriter::new(file, number)?.with_compression(self.options.blob_compression))
+        // Compressed values only with a threshold: the manifest's flag says compressed
+        // refs may exist exactly when both are on (`blob_gc::separation_change`).
+        let compress = self.options.blob_compression && self.options.blob_threshold > 0;
+        Ok(BlobWriter::new(file, number)?.with_compression(compress))
     }
 
     fn new_appended_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {

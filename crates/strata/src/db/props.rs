@@ -74,7 +74,11 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
             let _ = writeln!(
                 s,
                 "value separation: {}",
-                if v.separation { "on" } else { "off" }
+                match (v.separation, v.compressed_refs) {
+                    (false, _) => "off",
+                    (true, false) => "on",
+                    (true, true) => "on, values may be compressed",
+                }
             );
             for (n, f) in &v.blob_files {
                 let _ = writeln!(

@@ -241,7 +241,8 @@ pub(super) fn repair(dir: &Path, options: Options) -> Result<()> {
     }
     merged.status()?;
     if !blob_refs.is_empty() {
-        edit.separation = Some(true);
+        // Refs to compressed values may be among them (repair does not look).
+        edit.separation = Some(crate::version::Separation::Compressed);
         edit.new_blob_files = blob_refs
             .into_iter()
             .map(|(n, (refs, bytes))| (n, refs, bytes))

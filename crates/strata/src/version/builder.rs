@@ -4,7 +4,7 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use super::{BlobFileMeta, FileMeta, NUM_LEVELS, Version, VersionEdit};
+use super::{BlobFileMeta, FileMeta, NUM_LEVELS, Separation, Version, VersionEdit};
 use crate::error::{Error, Result};
 
 /// Accumulates edits on top of a base version.
@@ -15,6 +15,7 @@ pub struct Builder {
     added: [Vec<Arc<FileMeta>>; NUM_LEVELS],
     blob_files: BTreeMap<u64, BlobFileMeta>,
     separation: bool,
+    compressed_refs: bool,
 }
 
 impl Builder {
@@ -23,6 +24,7 @@ impl Builder {
         Builder {
             blob_files: base.blob_files.clone(),
             separation: base.separation,
+            compressed_refs: base.compressed_refs,
             base,
             deleted: Default::default(),
             added: Default::default(),
@@ -38,8 +40,9 @@ impl Builder {
             self.deleted[level].insert(number);
             self.added[level].retain(|f| f.number != number);
         }
-        if let Some(on) = edit.separation {
-            self.separation = on;
+        if let Some(s) = edit.separation {
+            self.separation = s != Separation::Off;
+            self.compressed_refs = s == Separation::Compressed;
         }
         for &(number, refs, bytes) in &edit.new_blob_files {
             let f = self.blob_files.entry(number).or_default();
@@ -70,6 +73,7 @@ impl Builder {
         let mut v = Version {
             blob_files: self.blob_files,
             separation: self.separation,
+            compressed_refs: self.compressed_refs,
             order: self.base.order.clone(),
             ..Version::default()
         };

@@ -12,7 +12,7 @@
 //! | 6 | deleted file | level varint32, file number varint64 |
 //! | 7 | new file | level varint32, number, size varint64, smallest, largest length-prefixed |
 //! | 9 | prev log number | varint64 |
-//! | 20 | value separation on (Strata only) | varint32 1 or 0 |
+//! | 20 | value separation (Strata only) | varint32: 0 off, 1 on, 2 on and refs to compressed values may exist |
 //! | 21 | new blob file (Strata only) | number, refs, bytes varint64 |
 //! | 22 | blob garbage (Strata only) | number, refs, bytes varint64 |
 //! | 23 | a new table's blob bytes (Strata only) | table number, bytes varint64 |
@@ -80,6 +80,18 @@ pub struct FileMetaData {
 }
 
 /// A change to the set of live tables and the database's counters.
+/// The value-separation flag a manifest records (tag 20).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Separation {
+    /// Off: no ref exists; a new manifest then leaves the tag out (LevelDB's format).
+    Off = 0,
+    /// On: refs exist, each to a raw value.
+    On = 1,
+    /// On, and refs to compressed values may exist: a Strata that predates compressed
+    /// values refuses the flag (an unknown value) instead of failing on those refs.
+    Compressed = 2,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VersionEdit {
     /// Name of the key order.
@@ -99,7 +111,7 @@ pub struct VersionEdit {
     /// Tables added.
     pub new_files: Vec<(usize, FileMetaData)>,
     /// Value separation turned on or off (tag 20).
-    pub separation: Option<bool>,
+    pub separation: Option<Separation>,
     /// Blob files added: (number, refs, bytes).
     pub new_blob_files: Vec<(u64, u64, u64)>,
     /// Refs to blob files dropped: (number, refs, bytes).
@@ -143,9 +155,9 @@ impl VersionEdit {
             put_length_prefixed(&mut dst, &f.smallest);
             put_length_prefixed(&mut dst, &f.largest);
         }
-        if let Some(on) = self.separation {
+        if let Some(s) = self.separation {
             put_varint32(&mut dst, TAG_SEPARATION);
-            put_varint32(&mut dst, u32::from(on));
+            put_varint32(&mut dst, s as u32);
         }
         for (_, f) in self.new_files.iter().filter(|(_, f)| f.blob_bytes > 0) {
             put_varint32(&mut dst, TAG_TABLE_BLOB_BYTES);
@@ -213,13 +225,14 @@ impl VersionEdit {
                     ));
                 }
                 TAG_SEPARATION => match d.varint32("value separation")? {
-                    0 => edit.separation = Some(false),
-                    1 => edit.separation = Some(true),
+                    0 => edit.separation = Some(Separation::Off),
+                    1 => edit.separation = Some(Separation::On),
+                    2 => edit.separation = Some(Separation::Compressed),
                     v => {
                         return Err(Error::corruption(
                             "",
                             at,
-                            format!("value separation flag {v} is neither 0 nor 1"),
+                            format!("value separation flag {v} is not 0, 1 or 2"),
                         ));
                     }
                 },
@@ -324,7 +337,7 @@ mod tests {
         let e = sample();
         assert_eq!(VersionEdit::decode(&e.encode()).unwrap(), e);
         let mut blobs = VersionEdit {
-            separation: Some(true),
+            separation: Some(Separation::On),
             new_blob_files: vec![(13, 40, 4_000_000), (15, 1, 100)],
             blob_garbage: vec![(13, 2, 200_000)],
             ..sample()
@@ -332,11 +345,17 @@ mod tests {
         blobs.new_files[0].1.blob_bytes = 12_345;
         assert_eq!(VersionEdit::decode(&blobs.encode()).unwrap(), blobs);
         let off = VersionEdit {
-            separation: Some(false),
+            separation: Some(Separation::Off),
             ..Default::default()
         };
         assert_eq!(off.encode(), [20, 0]);
-        assert!(VersionEdit::decode(&[20, 2]).unwrap_err().is_corruption());
+        let compressed = VersionEdit {
+            separation: Some(Separation::Compressed),
+            ..Default::default()
+        };
+        assert_eq!(compressed.encode(), [20, 2]);
+        assert_eq!(VersionEdit::decode(&[20, 2]).unwrap(), compressed);
+        assert!(VersionEdit::decode(&[20, 3]).unwrap_err().is_corruption());
         assert_eq!(VersionEdit::decode(&[]).unwrap(), VersionEdit::default());
     }
 

@@ -24,7 +24,7 @@ mod set;
 mod version;
 
 pub use builder::Builder;
-pub use edit::{BlobFileMeta, FileMetaData, NUM_LEVELS, VersionEdit};
+pub use edit::{BlobFileMeta, FileMetaData, NUM_LEVELS, Separation, VersionEdit};
 pub use set::{PendingEdit, VersionSet, set_current_file};
 pub use version::{FileMeta, GetResult, Version};
 

@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use super::{Builder, FileMetaData, NUM_LEVELS, Version, VersionEdit};
+use super::{Builder, FileMetaData, NUM_LEVELS, Separation, Version, VersionEdit};
 use crate::env::{Env, WritableFile};
 use crate::error::{ComparatorNames, Error, Result};
 use crate::filename;
@@ -259,7 +259,7 @@ impl VersionSet {
         // Value separation ending: the manifest must hold no trace of tags 20-23 for
         // LevelDB to open it, so a new one starts, its snapshot without them, and the
         // edit's own record leaves the flag out (the new manifest says "off" by silence).
-        let ending_separation = edit.separation == Some(false);
+        let ending_separation = edit.separation == Some(Separation::Off);
         if ending_separation && self.manifest.is_some() {
             self.manifest = None;
             self.manifest_number = self.new_file_number();
@@ -356,7 +356,11 @@ impl VersionSet {
             }
         }
         if self.current.separation {
-            edit.separation = Some(true);
+            edit.separation = Some(if self.current.compressed_refs {
+                Separation::Compressed
+            } else {
+                Separation::On
+            });
         }
         for (&number, f) in &self.current.blob_files {
             edit.new_blob_files.push((number, f.refs, f.bytes));

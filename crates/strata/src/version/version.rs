@@ -80,6 +80,8 @@ pub struct Version {
     pub blob_files: std::collections::BTreeMap<u64, super::BlobFileMeta>,
     /// The manifest says values may be in blob files (tag 20): LevelDB must refuse it.
     pub separation: bool,
+    /// The manifest says refs to compressed values may exist (tag 20 = 2).
+    pub compressed_refs: bool,
     /// The order of keys (the database's comparator).
     pub order: InternalOrder,
 }
