@@ -155,7 +155,7 @@ fn check(r: &Reference, file: &Path, offset: usize, m: Mutation) -> bool {
     // synced: damage to either may drop the log's tail (its blob file shares its number).
     let name = file.to_string_lossy();
     let is_log = name.ends_with(".log")
-        || (name.ends_with(".blob") && r.files.keys().any(|p| *p == file.with_extension("log")));
+        || (name.ends_with(".blob") && r.files.contains_key(&file.with_extension("log")));
     let mut all_right = true;
     for (k, v) in &r.table_keys {
         match db.get(k) {

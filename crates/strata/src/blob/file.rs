@@ -45,9 +45,8 @@ pub struct BlobWriter {
     /// Values are stored Snappy-compressed when that saves at least an eighth
     /// ([`BlobWriter::with_compression`]).
     encoder: Option<snap::raw::Encoder>,
-    /// The compressed form of the value being added: its first `packed_len` bytes.
+    /// The compressed form of the value being added (grown, never shrunk).
     packed: Vec<u8>,
-    packed_len: usize,
 }
 
 impl std::fmt::Debug for BlobWriter {
@@ -75,7 +74,6 @@ impl BlobWriter {
             failed: None,
             encoder: None,
             packed: Vec::new(),
-            packed_len: 0,
         })
     }
 
@@ -105,20 +103,17 @@ impl BlobWriter {
     /// [`BlobWriter::flush`] before anyone may read it (X1).
     pub fn add(&mut self, key: &[u8], value: &[u8]) -> Result<BlobRef> {
         let mut packed = std::mem::take(&mut self.packed);
-        let raw_len = self.compress(value, &mut packed);
-        let stored = if raw_len.is_some() {
-            &packed[..self.packed_len]
-        } else {
-            value
+        let added = match self.compress(value, &mut packed) {
+            Some((raw_len, n)) => self.add_stored(key, &packed[..n], Some(raw_len)),
+            None => self.add_stored(key, value, None),
         };
-        let added = self.add_stored(key, stored, raw_len);
         self.packed = packed;
         added
     }
 
-    /// Compresses `value` into `packed` if the writer compresses and that pays; returns
-    /// the value's raw length when `packed` is to be stored instead.
-    fn compress(&mut self, value: &[u8], packed: &mut Vec<u8>) -> Option<u32> {
+    /// Compresses `value` into `packed` if the writer compresses and that pays: the
+    /// value's raw length and the compressed length, for `packed[..n]` to be stored.
+    fn compress(&mut self, value: &[u8], packed: &mut Vec<u8>) -> Option<(u32, usize)> {
         let encoder = self.encoder.as_mut()?;
         let raw_len = u32::try_from(value.len()).ok()?;
         // Grown, never shrunk: no bytes are cleared again for the next value.
@@ -127,10 +122,7 @@ impl BlobWriter {
             packed.resize(room, 0);
         }
         let n = encoder.compress(value, packed).ok()?;
-        (n < value.len() - value.len() / 8).then_some(n).map(|n| {
-            self.packed_len = n;
-            raw_len
-        })
+        (n < value.len() - value.len() / 8).then_some((raw_len, n))
     }
 
     /// Appends a record holding `value` as given (`raw_len`: it is compressed, and this

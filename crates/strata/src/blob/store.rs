@@ -127,10 +127,7 @@ impl BlobStore {
     /// [`BlobStore::read`] into `out` (cleared first), reusing its allocation for a raw
     /// value (a compressed one is decompressed into a new buffer that replaces it).
     pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let r = BlobRef::decode(encoded_ref)?;
-        self.read_ref(user_key, &r, out)
-            .and_then(|()| decompress(&r, out))
-            .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
+        self.read_with(user_key, encoded_ref, out, decompress)
     }
 
     /// The value `encoded_ref` points to as its record stores it (compressed if the ref
@@ -141,8 +138,21 @@ impl BlobStore {
         encoded_ref: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<()> {
+        self.read_with(user_key, encoded_ref, out, |_, _| Ok(()))
+    }
+
+    /// Reads the record `encoded_ref` points to into `out`, then `finish`es the value;
+    /// errors of either name the blob file.
+    fn read_with(
+        &self,
+        user_key: &[u8],
+        encoded_ref: &[u8],
+        out: &mut Vec<u8>,
+        finish: impl FnOnce(&BlobRef, &mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
         let r = BlobRef::decode(encoded_ref)?;
         self.read_ref(user_key, &r, out)
+            .and_then(|()| finish(&r, out))
             .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
     }
 

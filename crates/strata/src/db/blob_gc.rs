@@ -197,19 +197,14 @@ pub(super) fn separation_change(
     current: &crate::version::Version,
     unnamed: bool,
 ) -> Option<Separation> {
-    let on = db.options.blob_threshold > 0;
-    let compressed = on && db.options.blob_compression;
-    if on && (!current.separation || (compressed && !current.compressed_refs)) {
-        Some(if compressed || current.compressed_refs {
-            Separation::Compressed
-        } else {
-            Separation::On
-        })
-    } else if !on && current.separation && current.blob_files.is_empty() && !unnamed {
-        Some(Separation::Off)
-    } else {
-        None
-    }
+    let want = match (db.options.blob_threshold > 0, db.options.blob_compression) {
+        (false, _) if current.blob_files.is_empty() && !unnamed => Separation::Off,
+        (false, _) => return None, // refs remain: the flag stays until they are gone
+        (true, true) => Separation::Compressed,
+        // Compressed refs, once possible, may remain whatever the option says now.
+        (true, false) => current.separation.max(Separation::On),
+    };
+    (want != current.separation).then_some(want)
 }
 
 /// Removes the blob files a failed compaction began.

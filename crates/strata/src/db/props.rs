@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use super::DbInner;
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key};
-use crate::version::NUM_LEVELS;
+use crate::version::{NUM_LEVELS, Separation};
 
 pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
     let st = db.lock();
@@ -74,10 +74,10 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
             let _ = writeln!(
                 s,
                 "value separation: {}",
-                match (v.separation, v.compressed_refs) {
-                    (false, _) => "off",
-                    (true, false) => "on",
-                    (true, true) => "on, values may be compressed",
+                match v.separation {
+                    Separation::Off => "off",
+                    Separation::On => "on",
+                    Separation::Compressed => "on, values may be compressed",
                 }
             );
             for (n, f) in &v.blob_files {

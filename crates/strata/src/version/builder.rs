@@ -14,8 +14,7 @@ pub struct Builder {
     deleted: [HashSet<u64>; NUM_LEVELS],
     added: [Vec<Arc<FileMeta>>; NUM_LEVELS],
     blob_files: BTreeMap<u64, BlobFileMeta>,
-    separation: bool,
-    compressed_refs: bool,
+    separation: Separation,
 }
 
 impl Builder {
@@ -24,7 +23,6 @@ impl Builder {
         Builder {
             blob_files: base.blob_files.clone(),
             separation: base.separation,
-            compressed_refs: base.compressed_refs,
             base,
             deleted: Default::default(),
             added: Default::default(),
@@ -41,8 +39,7 @@ impl Builder {
             self.added[level].retain(|f| f.number != number);
         }
         if let Some(s) = edit.separation {
-            self.separation = s != Separation::Off;
-            self.compressed_refs = s == Separation::Compressed;
+            self.separation = s;
         }
         for &(number, refs, bytes) in &edit.new_blob_files {
             let f = self.blob_files.entry(number).or_default();
@@ -73,7 +70,6 @@ impl Builder {
         let mut v = Version {
             blob_files: self.blob_files,
             separation: self.separation,
-            compressed_refs: self.compressed_refs,
             order: self.base.order.clone(),
             ..Version::default()
         };

@@ -79,11 +79,11 @@ pub struct FileMetaData {
     pub blob_bytes: u64,
 }
 
-/// A change to the set of live tables and the database's counters.
-/// The value-separation flag a manifest records (tag 20).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The value-separation flag a manifest records (tag 20), in the order of what it allows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Separation {
     /// Off: no ref exists; a new manifest then leaves the tag out (LevelDB's format).
+    #[default]
     Off = 0,
     /// On: refs exist, each to a raw value.
     On = 1,
@@ -92,6 +92,7 @@ pub enum Separation {
     Compressed = 2,
 }
 
+/// A change to the set of live tables and the database's counters.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct VersionEdit {
     /// Name of the key order.

@@ -355,12 +355,8 @@ impl VersionSet {
                 ));
             }
         }
-        if self.current.separation {
-            edit.separation = Some(if self.current.compressed_refs {
-                Separation::Compressed
-            } else {
-                Separation::On
-            });
+        if self.current.separation != Separation::Off {
+            edit.separation = Some(self.current.separation);
         }
         for (&number, f) in &self.current.blob_files {
             edit.new_blob_files.push((number, f.refs, f.bytes));

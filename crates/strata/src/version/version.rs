@@ -4,7 +4,9 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicI64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
-use super::{L0_COMPACTION_TRIGGER, MAX_MEM_COMPACT_LEVEL, NUM_LEVELS, max_bytes_for_level};
+use super::{
+    L0_COMPACTION_TRIGGER, MAX_MEM_COMPACT_LEVEL, NUM_LEVELS, Separation, max_bytes_for_level,
+};
 use crate::comparator::UserOrder;
 use crate::error::Result;
 use crate::key::{self, InternalOrder, MAX_SEQNUM, ValueType, make_internal_key};
@@ -78,10 +80,9 @@ pub struct Version {
     pub file_to_compact: Mutex<Option<(usize, Arc<FileMeta>)>>,
     /// The blob files the manifest names, not yet dead (X3).
     pub blob_files: std::collections::BTreeMap<u64, super::BlobFileMeta>,
-    /// The manifest says values may be in blob files (tag 20): LevelDB must refuse it.
-    pub separation: bool,
-    /// The manifest says refs to compressed values may exist (tag 20 = 2).
-    pub compressed_refs: bool,
+    /// What the manifest says of value separation (tag 20): unless `Off`, values may be
+    /// in blob files and LevelDB must refuse the database.
+    pub separation: Separation,
     /// The order of keys (the database's comparator).
     pub order: InternalOrder,
 }
