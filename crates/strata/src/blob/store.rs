@@ -120,14 +120,21 @@ impl BlobStore {
     /// The value `encoded_ref` points to, checked against `user_key` (X2).
     pub fn read(&self, user_key: &[u8], encoded_ref: &[u8]) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.read_into(user_key, encoded_ref, &mut out)?;
+        // A value the caller keeps: decompressed into a buffer of its own size.
+        self.read_with(user_key, encoded_ref, &mut out, |r, out| {
+            decompress(r, out, Buffer::Fresh)
+        })?;
         Ok(out)
     }
 
-    /// [`BlobStore::read`] into `out` (cleared first), reusing its allocation for a raw
-    /// value (a compressed one is decompressed into a new buffer that replaces it).
+    /// [`BlobStore::read`] into `out`, for a caller that reads many values into one
+    /// buffer (an iterator): `out`'s allocation is reused, and a compressed value is
+    /// decompressed into the thread's spare buffer, which then trades places with `out`,
+    /// so that in a scan neither allocates nor zeroes.
     pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        self.read_with(user_key, encoded_ref, out, decompress)
+        self.read_with(user_key, encoded_ref, out, |r, out| {
+            decompress(r, out, Buffer::Spare)
+        })
     }
 
     /// The value `encoded_ref` points to as its record stores it (compressed if the ref
@@ -159,7 +166,6 @@ impl BlobStore {
     fn read_ref(&self, user_key: &[u8], r: &BlobRef, out: &mut Vec<u8>) -> Result<()> {
         let open = self.open(r.file)?;
         let (start, end) = (r.offset as usize, r.offset as usize + r.record_len as usize);
-        out.clear();
         if let Some(map) = open.map.as_ref().and_then(|m| m.mapped()) {
             if end > map.len() {
                 return Err(Error::corruption(
@@ -174,6 +180,7 @@ impl BlobStore {
             if (r.record_len as usize) < PREAD_AT_LEAST {
                 let (key, value) = decode_record(r, &map[start..end])?;
                 check_key(r, key, user_key)?;
+                out.clear();
                 out.extend_from_slice(value);
                 return Ok(());
             }
@@ -183,6 +190,8 @@ impl BlobStore {
         if head_len + r.value_len as usize == r.record_len as usize {
             let mut head = vec![0; head_len];
             read_exact(open.file.as_ref(), r.offset, &mut head)?;
+            // Every byte is read over: only growth is zeroed (a buffer read into before
+            // is not cleared first).
             out.resize(r.value_len as usize, 0);
             read_exact(open.file.as_ref(), r.offset + head_len as u64, out)?;
             let key = decode_split(r, &head, out)?;
@@ -203,10 +212,20 @@ impl BlobStore {
     }
 }
 
+/// Where [`decompress`] puts a value.
+#[derive(Clone, Copy)]
+enum Buffer {
+    /// A new buffer of the value's size.
+    Fresh,
+    /// The thread's spare buffer ([`SPARE`]); the compressed bytes' buffer becomes the
+    /// spare.
+    Spare,
+}
+
 /// Replaces the value in `out`, checked against its record (X2), by its decompressed form
 /// if `r` says it is stored compressed; a value that does not decompress to the length the
 /// ref gives is corruption.
-fn decompress(r: &BlobRef, out: &mut Vec<u8>) -> Result<()> {
+fn decompress(r: &BlobRef, out: &mut Vec<u8>, into: Buffer) -> Result<()> {
     let Some(raw_len) = r.raw_len else {
         return Ok(());
     };
@@ -220,12 +239,30 @@ fn decompress(r: &BlobRef, out: &mut Vec<u8>) -> Result<()> {
         }
         Err(e) => return Err(bad(format!("blob value does not decompress: {e}"))),
     }
-    let mut plain = vec![0; raw_len as usize];
-    snap::raw::Decoder::new()
-        .decompress(out, &mut plain)
-        .map_err(|e| bad(format!("blob value does not decompress: {e}")))?;
-    *out = plain;
-    Ok(())
+    let mut plain = match into {
+        Buffer::Fresh => Vec::new(),
+        Buffer::Spare => SPARE.take(),
+    };
+    // Only growth is zeroed: the decoder writes every byte of the value.
+    plain.resize(raw_len as usize, 0);
+    let decoded = snap::raw::Decoder::new().decompress(out, &mut plain);
+    std::mem::swap(out, &mut plain);
+    if let Buffer::Spare = into {
+        SPARE.set(plain);
+    }
+    match decoded {
+        Ok(n) if n == raw_len as usize => Ok(()),
+        Ok(n) => Err(bad(format!(
+            "blob value decompresses to {n} bytes, the ref expects {raw_len}"
+        ))),
+        Err(e) => Err(bad(format!("blob value does not decompress: {e}"))),
+    }
+}
+
+thread_local! {
+    /// Each reading thread's second buffer for decompression ([`decompress`]); it holds
+    /// the last compressed value read (at most the largest value's size).
+    static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 /// Fills `buf` from `offset`; a short read is corruption (the record is cut off).
