@@ -145,11 +145,15 @@ impl BlobStore {
         encoded_ref: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        self.read_with(user_key, encoded_ref, out, |_, _| Ok(()))
+        self.read_with(user_key, encoded_ref, out, |r, out| {
+            out.truncate(r.value_len as usize);
+            Ok(())
+        })
     }
 
-    /// Reads the record `encoded_ref` points to into `out`, then `finish`es the value;
-    /// errors of either name the blob file.
+    /// Reads the record `encoded_ref` points to into `out`, then `finish`es the value
+    /// (which [`BlobStore::read_ref`] leaves in `out[..value_len]`, `out` possibly
+    /// longer); errors of either name the blob file.
     fn read_with(
         &self,
         user_key: &[u8],
@@ -163,6 +167,9 @@ impl BlobStore {
             .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
     }
 
+    /// Reads and checks the record `r` points to; its value is left in `out[..value_len]`
+    /// (`out` may be longer: a buffer is never shortened here, so that a scan's buffers
+    /// are not zeroed again as they grow back).
     fn read_ref(&self, user_key: &[u8], r: &BlobRef, out: &mut Vec<u8>) -> Result<()> {
         let open = self.open(r.file)?;
         let (start, end) = (r.offset as usize, r.offset as usize + r.record_len as usize);
@@ -190,11 +197,18 @@ impl BlobStore {
         if head_len + r.value_len as usize == r.record_len as usize {
             let mut head = vec![0; head_len];
             read_exact(open.file.as_ref(), r.offset, &mut head)?;
-            // Every byte is read over: only growth is zeroed (a buffer read into before
-            // is not cleared first).
-            out.resize(r.value_len as usize, 0);
-            read_exact(open.file.as_ref(), r.offset + head_len as u64, out)?;
-            let key = decode_split(r, &head, out)?;
+            // Read over a buffer as long as it already is (only growth is zeroed); the
+            // caller's `finish` cuts it to its value.
+            let n = r.value_len as usize;
+            if out.len() < n {
+                out.resize(n, 0);
+            }
+            read_exact(
+                open.file.as_ref(),
+                r.offset + head_len as u64,
+                &mut out[..n],
+            )?;
+            let key = decode_split(r, &head, &out[..n])?;
             return check_key(r, key, user_key);
         }
         // Not this key's record (its key has another length): read it whole to say how.
@@ -226,11 +240,15 @@ enum Buffer {
 /// if `r` says it is stored compressed; a value that does not decompress to the length the
 /// ref gives is corruption.
 fn decompress(r: &BlobRef, out: &mut Vec<u8>, into: Buffer) -> Result<()> {
+    let stored_len = r.value_len as usize;
     let Some(raw_len) = r.raw_len else {
+        out.truncate(stored_len);
         return Ok(());
     };
+    let raw_len = raw_len as usize;
+    let stored = out.get(..stored_len).unwrap_or_default();
     let bad = |what: String| Error::corruption("", r.offset, what);
-    match snap::raw::decompress_len(out) {
+    match snap::raw::decompress_len(stored) {
         Ok(n) if n == raw_len as usize => {}
         Ok(n) => {
             return Err(bad(format!(
@@ -243,15 +261,19 @@ fn decompress(r: &BlobRef, out: &mut Vec<u8>, into: Buffer) -> Result<()> {
         Buffer::Fresh => Vec::new(),
         Buffer::Spare => SPARE.take(),
     };
-    // Only growth is zeroed: the decoder writes every byte of the value.
-    plain.resize(raw_len as usize, 0);
-    let decoded = snap::raw::Decoder::new().decompress(out, &mut plain);
+    // Only growth is zeroed: the decoder writes every byte of the value, and the spare
+    // keeps its length for the next value.
+    if plain.len() < raw_len {
+        plain.resize(raw_len, 0);
+    }
+    let decoded = snap::raw::Decoder::new().decompress(stored, &mut plain[..raw_len]);
+    plain.truncate(raw_len);
     std::mem::swap(out, &mut plain);
     if let Buffer::Spare = into {
         SPARE.set(plain);
     }
     match decoded {
-        Ok(n) if n == raw_len as usize => Ok(()),
+        Ok(n) if n == raw_len => Ok(()),
         Ok(n) => Err(bad(format!(
             "blob value decompresses to {n} bytes, the ref expects {raw_len}"
         ))),
