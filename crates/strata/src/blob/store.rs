@@ -249,7 +249,7 @@ fn decompress(r: &BlobRef, out: &mut Vec<u8>, into: Buffer) -> Result<()> {
     let stored = out.get(..stored_len).unwrap_or_default();
     let bad = |what: String| Error::corruption("", r.offset, what);
     match snap::raw::decompress_len(stored) {
-        Ok(n) if n == raw_len as usize => {}
+        Ok(n) if n == raw_len => {}
         Ok(n) => {
             return Err(bad(format!(
                 "blob value decompresses to {n} bytes, the ref expects {raw_len}"
