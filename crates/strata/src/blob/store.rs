@@ -119,12 +119,23 @@ impl BlobStore {
 
     /// The value `encoded_ref` points to, checked against `user_key` (X2).
     pub fn read(&self, user_key: &[u8], encoded_ref: &[u8]) -> Result<Vec<u8>> {
+        let r = BlobRef::decode(encoded_ref)?;
         let mut out = Vec::new();
-        // A value the caller keeps: decompressed into a buffer of its own size.
-        self.read_with(user_key, encoded_ref, &mut out, |r, out| {
-            decompress(r, out, Buffer::Fresh)
-        })?;
-        Ok(out)
+        if r.raw_len.is_none() {
+            self.read_with(user_key, &r, &mut out, |r, out| {
+                out.truncate(r.value_len as usize);
+                Ok(())
+            })?;
+            return Ok(out);
+        }
+        // Compressed: the stored bytes go to the thread's spare buffer, the value (which
+        // the caller keeps) to a buffer of its own size.
+        let mut stored = SPARE.take();
+        let read = self.read_with(user_key, &r, &mut stored, |r, stored| {
+            decompress(r, stored, &mut out)
+        });
+        SPARE.set(stored);
+        read.map(|()| out)
     }
 
     /// [`BlobStore::read`] into `out`, for a caller that reads many values into one
@@ -132,8 +143,17 @@ impl BlobStore {
     /// decompressed into the thread's spare buffer, which then trades places with `out`,
     /// so that in a scan neither allocates nor zeroes.
     pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        self.read_with(user_key, encoded_ref, out, |r, out| {
-            decompress(r, out, Buffer::Spare)
+        let r = BlobRef::decode(encoded_ref)?;
+        self.read_with(user_key, &r, out, |r, out| {
+            if r.raw_len.is_none() {
+                out.truncate(r.value_len as usize);
+                return Ok(());
+            }
+            let mut plain = SPARE.take();
+            let decoded = decompress(r, out, &mut plain);
+            std::mem::swap(out, &mut plain);
+            SPARE.set(plain);
+            decoded
         })
     }
 
@@ -145,25 +165,25 @@ impl BlobStore {
         encoded_ref: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        self.read_with(user_key, encoded_ref, out, |r, out| {
+        let r = BlobRef::decode(encoded_ref)?;
+        self.read_with(user_key, &r, out, |r, out| {
             out.truncate(r.value_len as usize);
             Ok(())
         })
     }
 
-    /// Reads the record `encoded_ref` points to into `out`, then `finish`es the value
+    /// Reads the record `r` points to into `out`, then `finish`es the value
     /// (which [`BlobStore::read_ref`] leaves in `out[..value_len]`, `out` possibly
     /// longer); errors of either name the blob file.
     fn read_with(
         &self,
         user_key: &[u8],
-        encoded_ref: &[u8],
+        r: &BlobRef,
         out: &mut Vec<u8>,
         finish: impl FnOnce(&BlobRef, &mut Vec<u8>) -> Result<()>,
     ) -> Result<()> {
-        let r = BlobRef::decode(encoded_ref)?;
-        self.read_ref(user_key, &r, out)
-            .and_then(|()| finish(&r, out))
+        self.read_ref(user_key, r, out)
+            .and_then(|()| finish(r, out))
             .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
     }
 
@@ -226,27 +246,13 @@ impl BlobStore {
     }
 }
 
-/// Where [`decompress`] puts a value.
-#[derive(Clone, Copy)]
-enum Buffer {
-    /// A new buffer of the value's size.
-    Fresh,
-    /// The thread's spare buffer ([`SPARE`]); the compressed bytes' buffer becomes the
-    /// spare.
-    Spare,
-}
-
-/// Replaces the value in `out`, checked against its record (X2), by its decompressed form
-/// if `r` says it is stored compressed; a value that does not decompress to the length the
-/// ref gives is corruption.
-fn decompress(r: &BlobRef, out: &mut Vec<u8>, into: Buffer) -> Result<()> {
-    let stored_len = r.value_len as usize;
-    let Some(raw_len) = r.raw_len else {
-        out.truncate(stored_len);
-        return Ok(());
-    };
-    let raw_len = raw_len as usize;
-    let stored = out.get(..stored_len).unwrap_or_default();
+/// Decompresses the value a compressed ref `r` points to, stored in `stored[..value_len]`
+/// and checked against its record (X2), into `plain` (its contents replaced; only growth
+/// is zeroed, since the decoder writes every byte). A value that does not decompress to
+/// the length the ref gives is corruption.
+fn decompress(r: &BlobRef, stored: &[u8], plain: &mut Vec<u8>) -> Result<()> {
+    let raw_len = r.raw_len() as usize;
+    let stored = stored.get(..r.value_len as usize).unwrap_or_default();
     let bad = |what: String| Error::corruption("", r.offset, what);
     match snap::raw::decompress_len(stored) {
         Ok(n) if n == raw_len => {}
@@ -257,21 +263,11 @@ fn decompress(r: &BlobRef, out: &mut Vec<u8>, into: Buffer) -> Result<()> {
         }
         Err(e) => return Err(bad(format!("blob value does not decompress: {e}"))),
     }
-    let mut plain = match into {
-        Buffer::Fresh => Vec::new(),
-        Buffer::Spare => SPARE.take(),
-    };
-    // Only growth is zeroed: the decoder writes every byte of the value, and the spare
-    // keeps its length for the next value.
     if plain.len() < raw_len {
         plain.resize(raw_len, 0);
     }
     let decoded = snap::raw::Decoder::new().decompress(stored, &mut plain[..raw_len]);
     plain.truncate(raw_len);
-    std::mem::swap(out, &mut plain);
-    if let Buffer::Spare = into {
-        SPARE.set(plain);
-    }
     match decoded {
         Ok(n) if n == raw_len => Ok(()),
         Ok(n) => Err(bad(format!(
@@ -282,8 +278,9 @@ fn decompress(r: &BlobRef, out: &mut Vec<u8>, into: Buffer) -> Result<()> {
 }
 
 thread_local! {
-    /// Each reading thread's second buffer for decompression ([`decompress`]); it holds
-    /// the last compressed value read (at most the largest value's size).
+    /// Each reading thread's second buffer for compressed values ([`BlobStore::read`],
+    /// [`BlobStore::read_into`]): it holds the last compressed value read, at most the
+    /// size of the largest value read on the thread.
     static SPARE: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
