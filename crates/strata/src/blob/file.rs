@@ -159,11 +159,7 @@ impl BlobWriter {
         if let Some(e) = &self.failed {
             return Err(e.clone());
         }
-        let appended = self
-            .file
-            .append(&self.header)
-            .and_then(|()| self.file.append(key))
-            .and_then(|()| self.file.append(value));
+        let appended = self.file.append_parts(&[&self.header, key, value]);
         if let Err(e) = appended {
             self.failed = Some(e.clone());
             return Err(e);

@@ -14,6 +14,13 @@
 //! take for the end of the log (L4; LevelDB's reader skips zero-filled blocks for the same
 //! reason: its older versions wrote logs this way).
 //!
+//! An append of at least [`DIRECT`] bytes (a large value's blob record, a full log
+//! fragment) is written with one `pwritev` at the end instead: the bytes land in the same
+//! page cache pages, but without the zeros written ahead of them, the page faults, and
+//! the write-protection that writeback of a page stored to through a map costs (one TLB
+//! shootdown per page, an interrupt of the other cores). Small appends after it go through
+//! the map again, the zeros written ahead from where it ended.
+//!
 //! Only filesystems that update files in place get a map ([`maps_safely`]): on a
 //! copy-on-write filesystem a store into an already written page needs new blocks, and a
 //! full disk would kill the process with `SIGBUS`. Elsewhere the caller writes the log with
@@ -49,6 +56,9 @@ use crate::error::{Error, Result};
 pub(super) const WINDOW: usize = 1 << 20;
 /// Bytes of zeros written ahead of the writer at a time; divides `WINDOW`.
 pub(super) const CHUNK: usize = 64 << 10;
+/// Appends of at least this many bytes are written with `pwrite` instead of through the
+/// map (see the module docs).
+pub(super) const DIRECT: usize = 16 << 10;
 const _: () = assert!(WINDOW.is_multiple_of(CHUNK));
 
 static ZEROS: [u8; CHUNK] = [0; CHUNK];
@@ -141,6 +151,31 @@ impl MappedLog {
         Ok(())
     }
 
+    /// Writes `parts` at `len` with `pwritev` (a large append, [`DIRECT`]): the bytes land
+    /// in the page cache where a copy into the map would have put them, without the zeros
+    /// written ahead, the page faults, or the write-protection (one TLB shootdown per
+    /// page) that writeback of a mapped page costs. Past `filled` they grow the file, so
+    /// W1 and W2 hold after it: the file holds `len` bytes at least, zeros from `len` on.
+    fn write_at_end(&mut self, parts: &[&[u8]]) -> Result<()> {
+        let total: usize = parts.iter().map(|p| p.len()).sum();
+        let mut done = 0;
+        while done < total {
+            let slices = unwritten(parts, done);
+            match rustix::io::pwritev(&self.file, &slices, self.len + done as u64) {
+                Ok(0) => {
+                    let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
+                    return Err(io_err("pwritev", &self.path, e));
+                }
+                Ok(n) => done += n,
+                Err(rustix::io::Errno::INTR) => {}
+                Err(e) => return Err(io_err("pwritev", &self.path, e.into())),
+            }
+        }
+        self.len += total as u64;
+        self.filled = self.filled.max(self.len);
+        Ok(())
+    }
+
     fn unmap(&mut self) -> Result<()> {
         if let Some(w) = self.window.take() {
             // SAFETY: `w` came from `mmap` with length `WINDOW` and was unmapped never
@@ -153,8 +188,26 @@ impl MappedLog {
     }
 }
 
+/// What is left of `parts` once their first `done` bytes are written: the first part
+/// not written whole, cut where the writing stopped, and every one after it.
+fn unwritten<'a>(parts: &[&'a [u8]], mut done: usize) -> Vec<std::io::IoSlice<'a>> {
+    let mut left = Vec::with_capacity(parts.len());
+    for p in parts {
+        if done >= p.len() {
+            done -= p.len();
+        } else {
+            left.push(std::io::IoSlice::new(&p[done..]));
+            done = 0;
+        }
+    }
+    left
+}
+
 impl WritableFile for MappedLog {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        if data.len() >= DIRECT {
+            return self.write_at_end(&[data]);
+        }
         while !data.is_empty() {
             let (ptr, offset) = match &self.window {
                 Some(w) if self.len < w.offset + WINDOW as u64 => (w.ptr, w.offset),
@@ -179,6 +232,13 @@ impl WritableFile for MappedLog {
             data = &data[n..];
         }
         Ok(())
+    }
+
+    fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
+        if parts.iter().map(|p| p.len()).sum::<usize>() >= DIRECT {
+            return self.write_at_end(parts);
+        }
+        parts.iter().try_for_each(|p| self.append(p))
     }
 
     fn flush(&mut self) -> Result<()> {
@@ -248,7 +308,6 @@ mod tests {
             assert!(on_disk.len() as u64 >= expected.len() as u64);
             assert_eq!(&on_disk[..expected.len()], &expected[..]);
             assert!(on_disk[expected.len()..].iter().all(|&b| b == 0));
-            assert_eq!(on_disk.len() % CHUNK, 0, "grown in whole chunks");
             assert!(
                 on_disk.len() - expected.len() < CHUNK,
                 "at most a chunk ahead"
@@ -257,6 +316,57 @@ mod tests {
         log.sync().unwrap();
         drop(log);
         assert_eq!(std::fs::read(&p).unwrap(), expected);
+    }
+
+    #[test]
+    fn large_appends_bypass_the_map_and_small_ones_continue_after_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("000006.log");
+        let mut log = create(&p);
+        let mut expected = Vec::new();
+        let mut add = |log: &mut MappedLog, parts: &[&[u8]]| {
+            log.append_parts(parts).unwrap();
+            for part in parts {
+                expected.extend_from_slice(part);
+            }
+            let on_disk = std::fs::read(&p).unwrap();
+            assert_eq!(&on_disk[..expected.len()], &expected[..]);
+            assert!(on_disk[expected.len()..].iter().all(|&b| b == 0));
+            assert!(on_disk.len() - expected.len() < CHUNK);
+        };
+        let big = |n: usize, seed: u8| -> Vec<u8> {
+            (0..n)
+                .map(|j| (j as u8).wrapping_mul(13) ^ seed | 1)
+                .collect()
+        };
+        // Small (mapped), then a large one that ends inside the zeros written ahead,
+        // then small ones on the same page, then large ones that grow the file past the
+        // window and past everything filled, each followed by a small one.
+        add(&mut log, &[b"head", b"key"]);
+        add(&mut log, &[b"h", &big(DIRECT, 1), b"t"]);
+        add(&mut log, &[b"abc"]);
+        add(&mut log, &[&big(100, 2), &big(WINDOW, 3)]);
+        add(&mut log, &[b"after a window"]);
+        add(&mut log, &[&big(3 * CHUNK + 5, 4)]);
+        add(&mut log, &[b"x"]);
+        add(&mut log, &[&big(DIRECT - 1, 5)]);
+        add(&mut log, &[&big(WINDOW - 3, 6), &[]]);
+        log.sync().unwrap();
+        drop(log);
+        assert_eq!(std::fs::read(&p).unwrap(), expected);
+    }
+
+    #[test]
+    fn unwritten_parts_start_where_the_writing_stopped() {
+        let parts: [&[u8]; 3] = [b"ab", b"", b"cdef"];
+        let left =
+            |done| -> Vec<Vec<u8>> { unwritten(&parts, done).iter().map(|s| s.to_vec()).collect() };
+        // Empty parts are left out: there is nothing of them to write.
+        assert_eq!(left(0), [b"ab".to_vec(), b"cdef".to_vec()]);
+        assert_eq!(left(1), [b"b".to_vec(), b"cdef".to_vec()]);
+        assert_eq!(left(2), [b"cdef".to_vec()]);
+        assert_eq!(left(5), [b"f".to_vec()]);
+        assert!(left(6).is_empty());
     }
 
     #[test]
@@ -272,7 +382,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("000005.log");
         let mut log = create(&p);
-        log.append(&vec![9u8; WINDOW]).unwrap();
+        // Through the map: pieces below the size written directly.
+        for _ in 0..WINDOW / 4096 {
+            log.append(&[9u8; 4096]).unwrap();
+        }
         assert_eq!(std::fs::metadata(&p).unwrap().len(), WINDOW as u64);
         log.append(b"x").unwrap();
         assert_eq!(
@@ -282,6 +395,7 @@ mod tests {
         drop(log);
         let bytes = std::fs::read(&p).unwrap();
         assert_eq!(bytes.len(), WINDOW + 1);
+        assert!(bytes[..WINDOW].iter().all(|&b| b == 9));
         assert_eq!(bytes[WINDOW], b'x');
     }
 }

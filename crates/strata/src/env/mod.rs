@@ -54,6 +54,12 @@ pub trait RandomAccessFile: Send + Sync {
 pub trait WritableFile: Send {
     /// Appends `data`; it may sit in a buffer until [`WritableFile::flush`].
     fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Appends `parts` one after another, exactly as one [`WritableFile::append`] each
+    /// would (a record's header and body, say); a file may hand them to the operating
+    /// system in one call. The default appends them one by one.
+    fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
+        parts.iter().try_for_each(|p| self.append(p))
+    }
     /// Hands buffered bytes to the operating system.
     fn flush(&mut self) -> Result<()>;
     /// Flushes, then makes the file's contents durable.

@@ -80,8 +80,7 @@ impl<W: WritableFile + ?Sized> LogWriter<W> {
         header[..4].copy_from_slice(&checksum::mask(crc).to_le_bytes());
         header[4..6].copy_from_slice(&(payload.len() as u16).to_le_bytes());
         header[6] = ty as u8;
-        self.file.append(&header)?;
-        self.file.append(payload)?;
+        self.file.append_parts(&[&header, payload])?;
         self.block_offset += HEADER_SIZE + payload.len();
         Ok(())
     }
