@@ -5,7 +5,9 @@
 //! the OS). Repeated `STRATA_CRASH_CYCLES` times (default 50) on the real filesystem.
 //! The log is written through a memory map (the default), so a killed writer leaves it
 //! ending in preallocated zeros: recovery must read that as the end of the log, never as
-//! damage (L4), and the test checks that it met such a tail.
+//! damage (L4), and the test checks that it met such a tail. One value in ten is 20 KB or
+//! more, which the log writes with `pwritev` instead of through the map, and every other
+//! cycle runs with value separation on (those values go to a blob file, compressed).
 
 #![allow(
     clippy::unwrap_used,
@@ -28,11 +30,13 @@ use strata::{Db, Options, WriteOptions};
 
 const KEYS: u64 = 200;
 
-fn options() -> Options {
+fn options(blobs: bool) -> Options {
     Options {
         create_if_missing: true,
         write_buffer_size: 32 << 10,
         max_file_size: 32 << 10,
+        blob_threshold: if blobs { 4096 } else { 0 },
+        blob_compression: blobs,
         ..Options::default()
     }
 }
@@ -42,6 +46,10 @@ fn op(i: u64) -> (Vec<u8>, Option<Vec<u8>>) {
     let k = format!("key{:04}", i.wrapping_mul(2_654_435_761) % KEYS).into_bytes();
     if i % 7 == 3 {
         (k, None)
+    } else if i % 10 == 5 {
+        // Large: one append of at least `mapped::DIRECT` bytes, written past the map.
+        let v = format!("large-{i}-").repeat(2_000 + (i % 3) as usize * 1_000);
+        (k, Some(v.into_bytes()))
     } else {
         (
             k,
@@ -62,7 +70,8 @@ fn crash_child() {
         return;
     };
     let from: u64 = std::env::var("STRATA_CRASH_FROM").unwrap().parse().unwrap();
-    let db = Db::open(Path::new(&dir), options()).unwrap();
+    let blobs = std::env::var("STRATA_CRASH_BLOBS").is_ok_and(|v| v == "1");
+    let db = Db::open(Path::new(&dir), options(blobs)).unwrap();
     let mut out = std::io::stdout().lock();
     for i in from.. {
         let sync = WriteOptions { sync: i % 3 == 0 };
@@ -91,10 +100,12 @@ fn acknowledged_writes_survive_kill_9() {
     let mut total_acked = 0u64;
     let mut zero_tails = 0u64;
     for cycle in 0..cycles {
+        let blobs = cycle % 2 == 1;
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
             .env("STRATA_CRASH_CHILD", &path)
             .env("STRATA_CRASH_FROM", next.to_string())
+            .env("STRATA_CRASH_BLOBS", if blobs { "1" } else { "0" })
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -139,7 +150,7 @@ fn acknowledged_writes_survive_kill_9() {
         let (in_flight_key, in_flight_value) = op(last + 1);
 
         zero_tails += u64::from(has_zero_tail(&path));
-        let db = Db::open(&path, options()).unwrap();
+        let db = Db::open(&path, options(blobs)).unwrap();
         let notes = db.property("strata.recovery").unwrap();
         assert!(
             !notes.contains("ZeroFill"),
