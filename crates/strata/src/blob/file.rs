@@ -195,6 +195,12 @@ impl BlobWriter {
             .inspect_err(|e| self.failed = Some(e.clone()))
     }
 
+    /// A hint that no record follows (the file's log was switched): the file lets go of
+    /// its map, so the flush's sync writes its pages back without write-protecting them.
+    pub fn seal(&mut self) {
+        self.file.seal();
+    }
+
     /// Makes every record written durable (no call when nothing was added since the
     /// last sync).
     pub fn sync(&mut self) -> Result<()> {

@@ -264,12 +264,17 @@ pub(super) fn make_room_for_write<'a>(
                 .into_iter()
                 .partition(|(n, _)| *n < needed);
             st.older_blobs = kept_blobs;
-            if let Some(b) = st.blob.take() {
+            let sealed = st.blob.take().map(|b| {
                 db.blobs.seal(b.number());
                 // Flushed after its last group (X1).
-                st.older_blobs.push((b.number(), Arc::new(Mutex::new(b))));
-            }
+                let b = (b.number(), Arc::new(Mutex::new(b)));
+                st.older_blobs.push(b.clone());
+                b.1
+            });
             drop(st);
+            if let Some(b) = sealed {
+                lock_blob(&b).seal();
+            }
             drop::<Vec<(u64, Log)>>(obsolete);
             drop::<Vec<(u64, super::SharedBlobWriter)>>(obsolete_blobs);
             let switched = switch_log(db, old, number);
@@ -310,10 +315,11 @@ fn switch_log(
     number: u64,
 ) -> Result<(Log, Option<Log>), (crate::Error, Option<Log>)> {
     let mut old = old;
-    if let Some(l) = old.as_mut()
-        && let Err(e) = l.file_mut().flush()
-    {
-        return Err((e, old));
+    if let Some(l) = old.as_mut() {
+        if let Err(e) = l.file_mut().flush() {
+            return Err((e, old));
+        }
+        l.file_mut().seal();
     }
     let opened = db
         .new_log_file(number)

@@ -19,7 +19,11 @@
 //! page cache pages, but without the zeros written ahead of them, the page faults, and
 //! the write-protection that writeback of a page stored to through a map costs (one TLB
 //! shootdown per page, an interrupt of the other cores). Small appends after it go through
-//! the map again, the zeros written ahead from where it ended.
+//! the map again, the zeros written ahead from where it ended. For the same reason the
+//! window is unmapped before pages are written back on request
+//! ([`WritableFile::start_writeback`]) and when the log is sealed after its switch
+//! ([`WritableFile::seal`]): a later flush's `fdatasync` then finds no mapped page to
+//! write-protect. An append after either maps a window again.
 //!
 //! Only filesystems that update files in place get a map ([`maps_safely`]): on a
 //! copy-on-write filesystem a store into an already written page needs new blocks, and a
@@ -254,9 +258,18 @@ impl WritableFile for MappedLog {
             .map_err(|e| io_err("fdatasync", &self.path, e))
     }
 
+    fn seal(&mut self) {
+        // Best effort: a failed `munmap` leaves the window mapped until the process ends,
+        // which costs address space only; the next append maps a window again (W1).
+        let _ = self.unmap();
+    }
+
     fn start_writeback(&mut self) -> Result<()> {
         // Pages dirtied through a shared map are in the page cache's dirty set like any
-        // others: the kernel starts writing them as for `write(2)`.
+        // others: the kernel starts writing them as for `write(2)`. The window is
+        // unmapped first, so that writing its pages back needs no write-protection of
+        // each (a TLB shootdown per page); the next small append maps it again.
+        self.unmap()?;
         super::writeback::start(&self.file);
         Ok(())
     }
@@ -354,6 +367,27 @@ mod tests {
         log.sync().unwrap();
         drop(log);
         assert_eq!(std::fs::read(&p).unwrap(), expected);
+    }
+
+    #[test]
+    fn a_sealed_log_lets_go_of_its_map_and_still_appends() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("000007.log");
+        let mut log = create(&p);
+        log.append(b"before the seal").unwrap();
+        log.seal();
+        assert!(log.window.is_none(), "sealed: no window mapped");
+        // Sealing is a hint: a later append maps a window again, after the same bytes.
+        log.append(b", after it").unwrap();
+        assert!(log.window.is_some());
+        // Early writeback lets go of the window too.
+        log.start_writeback().unwrap();
+        assert!(log.window.is_none(), "written back: no window mapped");
+        log.append(b"!").unwrap();
+        log.seal();
+        log.sync().unwrap();
+        drop(log);
+        assert_eq!(std::fs::read(&p).unwrap(), b"before the seal, after it!");
     }
 
     #[test]

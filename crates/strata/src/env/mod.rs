@@ -71,6 +71,12 @@ pub trait WritableFile: Send {
     fn start_writeback(&mut self) -> Result<()> {
         self.flush()
     }
+    /// A hint: nothing more will be appended for a while (a log after its switch), so the
+    /// file may let go of what it holds for appending. Its bytes and the calls allowed
+    /// stay the same; a mapped log unmaps its window, so that writing its pages back
+    /// later (a flush's sync) needs no write-protection of mapped pages. The default does
+    /// nothing.
+    fn seal(&mut self) {}
 }
 
 /// Holds a database's `LOCK` file; the lock is released on drop.
