@@ -5,9 +5,10 @@
 //! the OS). Repeated `STRATA_CRASH_CYCLES` times (default 50) on the real filesystem.
 //! The log is written through a memory map (the default), so a killed writer leaves it
 //! ending in preallocated zeros: recovery must read that as the end of the log, never as
-//! damage (L4), and the test checks that it met such a tail. One value in ten is 20 KB or
-//! more, which the log writes with `pwritev` instead of through the map, and every other
-//! cycle runs with value separation on (those values go to a blob file, compressed).
+//! damage (L4), and the test checks that it met such a tail. One value in ten is 40-60 KB
+//! of random bytes, which the log writes (a WAL fragment of it, or its blob record) with
+//! `pwritev` instead of through the map, and every other cycle runs with value separation
+//! on (compressed blob files; the large values stay raw there, small ones stay inline).
 
 #![allow(
     clippy::unwrap_used,
@@ -47,9 +48,19 @@ fn op(i: u64) -> (Vec<u8>, Option<Vec<u8>>) {
     if i % 7 == 3 {
         (k, None)
     } else if i % 10 == 5 {
-        // Large: one append of at least `mapped::DIRECT` bytes, written past the map.
-        let v = format!("large-{i}-").repeat(2_000 + (i % 3) as usize * 1_000);
-        (k, Some(v.into_bytes()))
+        // Large and incompressible, so that it is written past the map (`mapped::DIRECT`,
+        // 16 KiB) either way: stored raw in a blob record, or cut into WAL fragments of
+        // which at least one is 20 KB or more (a record of 40 KB crosses at most two
+        // 32 KiB block boundaries).
+        let mut v = format!("large-{i}-").into_bytes();
+        let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        while v.len() < 40_000 + (i % 3) as usize * 10_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            v.extend_from_slice(&x.to_le_bytes());
+        }
+        (k, Some(v))
     } else {
         (
             k,

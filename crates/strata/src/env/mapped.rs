@@ -60,7 +60,7 @@ use crate::error::{Error, Result};
 pub(super) const WINDOW: usize = 1 << 20;
 /// Bytes of zeros written ahead of the writer at a time; divides `WINDOW`.
 pub(super) const CHUNK: usize = 64 << 10;
-/// Appends of at least this many bytes are written with `pwrite` instead of through the
+/// Appends of at least this many bytes are written with `pwritev` instead of through the
 /// map (see the module docs).
 pub(super) const DIRECT: usize = 16 << 10;
 const _: () = assert!(WINDOW.is_multiple_of(CHUNK));
@@ -83,6 +83,10 @@ pub(super) struct MappedLog {
     len: u64,
     /// Bytes of the file written so far, data and zeros ahead of it (W1).
     filled: u64,
+    /// A large append failed, perhaps part-way: the bytes from `len` on may hold part of
+    /// it, so no append is taken again (W2; the engine stops writing a log after a failed
+    /// append anyway). Dropping the log cuts them off.
+    failed: bool,
 }
 
 // SAFETY: the map is owned by this value alone (W3): moving it to another thread moves
@@ -116,6 +120,7 @@ impl MappedLog {
             window: None,
             len: 0,
             filled: 0,
+            failed: false,
         };
         log.map_at(0)?;
         Ok(Some(log))
@@ -160,20 +165,23 @@ impl MappedLog {
     /// written ahead, the page faults, or the write-protection (one TLB shootdown per
     /// page) that writeback of a mapped page costs. Past `filled` they grow the file, so
     /// W1 and W2 hold after it: the file holds `len` bytes at least, zeros from `len` on.
+    /// A failure leaves the log `failed`.
     fn write_at_end(&mut self, parts: &[&[u8]]) -> Result<()> {
         let total: usize = parts.iter().map(|p| p.len()).sum();
         let mut done = 0;
         while done < total {
             let slices = unwritten(parts, done);
-            match rustix::io::pwritev(&self.file, &slices, self.len + done as u64) {
-                Ok(0) => {
-                    let e = std::io::Error::from(std::io::ErrorKind::WriteZero);
-                    return Err(io_err("pwritev", &self.path, e));
+            let e = match rustix::io::pwritev(&self.file, &slices, self.len + done as u64) {
+                Ok(0) => std::io::Error::from(std::io::ErrorKind::WriteZero),
+                Ok(n) => {
+                    done += n;
+                    continue;
                 }
-                Ok(n) => done += n,
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(io_err("pwritev", &self.path, e.into())),
-            }
+                Err(rustix::io::Errno::INTR) => continue,
+                Err(e) => e.into(),
+            };
+            self.failed = true;
+            return Err(io_err("pwritev", &self.path, e));
         }
         self.len += total as u64;
         self.filled = self.filled.max(self.len);
@@ -209,6 +217,10 @@ fn unwritten<'a>(parts: &[&'a [u8]], mut done: usize) -> Vec<std::io::IoSlice<'a
 
 impl WritableFile for MappedLog {
     fn append(&mut self, mut data: &[u8]) -> Result<()> {
+        if self.failed {
+            let e = std::io::Error::other("an earlier append failed part-way");
+            return Err(io_err("append", &self.path, e));
+        }
         if data.len() >= DIRECT {
             return self.write_at_end(&[data]);
         }
@@ -239,7 +251,7 @@ impl WritableFile for MappedLog {
     }
 
     fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
-        if parts.iter().map(|p| p.len()).sum::<usize>() >= DIRECT {
+        if !self.failed && parts.iter().map(|p| p.len()).sum::<usize>() >= DIRECT {
             return self.write_at_end(parts);
         }
         parts.iter().try_for_each(|p| self.append(p))
@@ -268,8 +280,9 @@ impl WritableFile for MappedLog {
         // Pages dirtied through a shared map are in the page cache's dirty set like any
         // others: the kernel starts writing them as for `write(2)`. The window is
         // unmapped first, so that writing its pages back needs no write-protection of
-        // each (a TLB shootdown per page); the next small append maps it again.
-        self.unmap()?;
+        // each (a TLB shootdown per page); the next small append maps it again. A hint as
+        // `seal` is: a failed `munmap` costs address space only.
+        let _ = self.unmap();
         super::writeback::start(&self.file);
         Ok(())
     }
