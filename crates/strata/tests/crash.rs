@@ -53,13 +53,7 @@ fn op(i: u64) -> (Vec<u8>, Option<Vec<u8>>) {
         // which at least one is 20 KB or more (a record of 40 KB crosses at most two
         // 32 KiB block boundaries).
         let mut v = format!("large-{i}-").into_bytes();
-        let mut x = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        while v.len() < 40_000 + (i % 3) as usize * 10_000 {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            v.extend_from_slice(&x.to_le_bytes());
-        }
+        v.extend(Rng::new(i).bytes(40_000 + (i % 3) as usize * 10_000));
         (k, Some(v))
     } else {
         (

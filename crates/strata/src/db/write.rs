@@ -265,11 +265,12 @@ pub(super) fn make_room_for_write<'a>(
                 .partition(|(n, _)| *n < needed);
             st.older_blobs = kept_blobs;
             let sealed = st.blob.take().map(|b| {
-                db.blobs.seal(b.number());
+                let number = b.number();
+                db.blobs.seal(number);
                 // Flushed after its last group (X1).
-                let b = (b.number(), Arc::new(Mutex::new(b)));
-                st.older_blobs.push(b.clone());
-                b.1
+                let shared = Arc::new(Mutex::new(b));
+                st.older_blobs.push((number, Arc::clone(&shared)));
+                shared
             });
             drop(st);
             if let Some(b) = sealed {

@@ -165,9 +165,8 @@ impl MappedLog {
     /// written ahead, the page faults, or the write-protection (one TLB shootdown per
     /// page) that writeback of a mapped page costs. Past `filled` they grow the file, so
     /// W1 and W2 hold after it: the file holds `len` bytes at least, zeros from `len` on.
-    /// A failure leaves the log `failed`.
-    fn write_at_end(&mut self, parts: &[&[u8]]) -> Result<()> {
-        let total: usize = parts.iter().map(|p| p.len()).sum();
+    /// `total` is the parts' length. A failure leaves the log `failed`.
+    fn write_at_end(&mut self, parts: &[&[u8]], total: usize) -> Result<()> {
         let mut done = 0;
         while done < total {
             let slices = unwritten(parts, done);
@@ -222,7 +221,7 @@ impl WritableFile for MappedLog {
             return Err(io_err("append", &self.path, e));
         }
         if data.len() >= DIRECT {
-            return self.write_at_end(&[data]);
+            return self.write_at_end(&[data], data.len());
         }
         while !data.is_empty() {
             let (ptr, offset) = match &self.window {
@@ -251,8 +250,9 @@ impl WritableFile for MappedLog {
     }
 
     fn append_parts(&mut self, parts: &[&[u8]]) -> Result<()> {
-        if !self.failed && parts.iter().map(|p| p.len()).sum::<usize>() >= DIRECT {
-            return self.write_at_end(parts);
+        let total = parts.iter().map(|p| p.len()).sum();
+        if !self.failed && total >= DIRECT {
+            return self.write_at_end(parts, total);
         }
         parts.iter().try_for_each(|p| self.append(p))
     }
