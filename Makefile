@@ -5,7 +5,7 @@ CARGO ?= cargo
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: libleveldb test bench bench-full bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
+.PHONY: libleveldb test bench bench-full bench-yardstick leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
 test: deps
 	$(CARGO) fmt --all --check
@@ -24,6 +24,7 @@ libleveldb: deps
 # docs/bench.md), then the report page in bench-report/index.html.
 bench: deps
 	$(CARGO) build --release -p strata-bench
+	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
 	./target/release/strata-bench --suite baseline --engines=all --read_budget=10 --json bench-report/baseline.json | tee bench-report/baseline.txt
 	./target/release/strata-bench report bench-report/baseline.json --out bench-report
@@ -31,9 +32,24 @@ bench: deps
 # Three interleaved rounds, medians reported (about 1 h 45 min here).
 bench-full: deps
 	$(CARGO) build --release -p strata-bench
+	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
 	./target/release/strata-bench --suite baseline --engines=all --repeats=3 --read_budget=10 --json bench-report/baseline-full.json | tee bench-report/baseline-full.txt
 	./target/release/strata-bench report bench-report/baseline-full.json --out bench-report/full
+
+# The yardstick: Strata against LevelDB's own release db_bench on the baseline suite,
+# alternating back to back ROUNDS times (default 5); the summary gives the median of the
+# paired ratios and their range per row. About 3 minutes a round here.
+ROUNDS ?= 5
+bench-yardstick: deps
+	$(CARGO) build --release -p strata-bench
+	scripts/build-leveldb-dbbench.sh >/dev/null
+	mkdir -p bench-report
+	./target/release/strata-bench --suite baseline --engines=strata,leveldb-dbbench --repeats=$(ROUNDS) --read_budget=10 --json bench-report/yardstick.json | tee bench-report/yardstick.txt
+
+# LevelDB 1.23's own db_bench (release build), for the leveldb-dbbench column.
+leveldb-dbbench:
+	scripts/build-leveldb-dbbench.sh
 
 # Criterion micro-benchmarks of the engine's parts.
 bench-micro: deps

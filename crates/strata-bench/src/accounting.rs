@@ -29,19 +29,59 @@ pub fn reset_peak_rss() {
     let _ = std::fs::write("/proc/self/clear_refs", "5");
 }
 
+/// A process whose `/proc` entries are read: this one, or a child (a peer's own
+/// benchmark program).
+#[derive(Debug, Clone, Copy)]
+pub enum Process {
+    /// This process.
+    This,
+    /// Another process, by pid.
+    Pid(u32),
+}
+
+impl Process {
+    fn path(self, leaf: &str) -> String {
+        match self {
+            Process::This => format!("/proc/self/{leaf}"),
+            Process::Pid(pid) => format!("/proc/{pid}/{leaf}"),
+        }
+    }
+}
+
+/// Resets another process's peak resident set size (see [`reset_peak_rss`]; its free
+/// heap is not trimmed).
+pub fn reset_peak_rss_of(p: Process) {
+    let _ = std::fs::write(p.path("clear_refs"), "5");
+}
+
 /// Peak resident set size in bytes since the last reset.
 pub fn peak_rss() -> u64 {
-    proc_field("/proc/self/status", "VmHWM:").unwrap_or(0) * 1024
+    peak_rss_of(Process::This)
+}
+
+/// [`peak_rss`] of any process.
+pub fn peak_rss_of(p: Process) -> u64 {
+    proc_field(&p.path("status"), "VmHWM:").unwrap_or(0) * 1024
 }
 
 /// Bytes this process has written through write calls (WAL, tables, manifests).
 pub fn bytes_written() -> u64 {
-    proc_field("/proc/self/io", "wchar:").unwrap_or(0)
+    bytes_written_of(Process::This)
+}
+
+/// [`bytes_written`] of any process.
+pub fn bytes_written_of(p: Process) -> u64 {
+    proc_field(&p.path("io"), "wchar:").unwrap_or(0)
 }
 
 /// CPU time (user + system) of this process, in seconds.
 pub fn cpu_seconds() -> f64 {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+    cpu_seconds_of(Process::This)
+}
+
+/// [`cpu_seconds`] of any process.
+pub fn cpu_seconds_of(p: Process) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(p.path("stat")) else {
         return 0.0;
     };
     // Fields after the command name (which may hold spaces) start after the last ')'.

@@ -3,6 +3,7 @@
 
 mod accounting;
 mod bench;
+mod dbbench;
 mod engine;
 mod flags;
 mod peers;
@@ -47,18 +48,48 @@ const PEERS: &[&str] = &[
     "fjall",
 ];
 
-fn select_engines(list: &str) -> Result<Vec<&'static dyn EngineKind>> {
+/// One column of a run: an engine this harness drives, or a peer's own benchmark program.
+#[derive(Clone)]
+enum Column {
+    /// Driven through the engine seam.
+    Engine(&'static dyn EngineKind),
+    /// LevelDB's own db_bench, one process per group.
+    DbBench(dbbench::DbBench),
+}
+
+impl Column {
+    fn name(&self) -> &'static str {
+        match self {
+            Column::Engine(k) => k.name(),
+            Column::DbBench(_) => dbbench::NAME,
+        }
+    }
+    fn version(&self) -> String {
+        match self {
+            Column::Engine(k) => k.version(),
+            Column::DbBench(d) => d.version().to_string(),
+        }
+    }
+}
+
+fn select_engines(list: &str) -> Result<Vec<Column>> {
     let all = peers::all();
     if list == "all" {
         for p in PEERS {
             eprintln!("note: engine {p} is not built into this strata-bench yet; skipped");
         }
-        return Ok(all);
+        let mut out: Vec<Column> = all.into_iter().map(Column::Engine).collect();
+        match dbbench::DbBench::locate() {
+            Ok(d) => out.push(Column::DbBench(d)),
+            Err(e) => eprintln!("note: {} skipped: {e:#}", dbbench::NAME),
+        }
+        return Ok(out);
     }
     let mut out = Vec::new();
     for name in list.split(',').filter(|s| !s.is_empty()) {
         match all.iter().find(|k| k.name() == name) {
-            Some(k) => out.push(*k),
+            Some(k) => out.push(Column::Engine(*k)),
+            None if name == dbbench::NAME => out.push(Column::DbBench(dbbench::DbBench::locate()?)),
             None if PEERS.contains(&name) => {
                 eprintln!("note: engine {name} is not built into this strata-bench yet; skipped")
             }
@@ -95,11 +126,11 @@ fn settings(f: &Flags) -> Settings {
     }
 }
 
-fn header(kind: &dyn EngineKind, f: &Flags, label: &str, machine: &accounting::Machine) {
+fn header(column: &Column, f: &Flags, label: &str, machine: &accounting::Machine) {
     let raw = (KEY_SIZE + f.value_size) as f64 * f.num as f64 / 1_048_576.0;
     let file =
         (KEY_SIZE as f64 + f.value_size as f64 * f.compression_ratio) * f.num as f64 / 1_048_576.0;
-    println!("Engine:     {} {}", kind.name(), kind.version());
+    println!("Engine:     {} {}", column.name(), column.version());
     if !label.is_empty() {
         println!("Group:      {label}");
     }
@@ -170,113 +201,40 @@ fn run(flags: &Flags) -> Result<()> {
     // the same state of noise as often as the others.
     for round in 0..rounds {
         for (gi, g) in groups.iter().enumerate() {
-            for &kind in &engines {
+            for column in &engines {
                 if rounds > 1 {
                     println!("Round:      {} of {rounds}", round + 1);
                 }
-                header(kind, &g.flags, &g.label, &machine);
+                header(column, &g.flags, &g.label, &machine);
                 let dir = if flags.db.is_some() && groups.len() == 1 {
-                    base.join(kind.name())
+                    base.join(column.name())
                 } else {
-                    base.join(format!("{}-{gi}", kind.name()))
+                    base.join(format!("{}-{gi}", column.name()))
                 };
-                let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
-                let mut results = Vec::new();
-                let mut not_available = Vec::new();
-                for (position, spec) in g.specs.iter().enumerate() {
-                    if let Some(why) = runner.lacks(spec) {
-                        not_available.push(NotAvailable {
-                            position,
-                            name: spec.name.clone(),
-                            row: spec.row.clone(),
-                            reason: format!("{} has {why}", kind.name()),
-                        });
-                    }
-                    let bar = ProgressBar::new_spinner();
-                    bar.set_style(
-                        ProgressStyle::with_template("{spinner} {msg} {elapsed}")
-                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-                    );
-                    bar.set_message(format!("{} {}", kind.name(), spec.name));
-                    bar.enable_steady_tick(std::time::Duration::from_millis(200));
-                    let outcome = runner.run(spec);
-                    bar.finish_and_clear();
-                    let result = match outcome {
-                        Ok(r) => r,
-                        Err(e) if e.downcast_ref::<engine::Cannot>().is_some() => {
-                            let why = format!("{e}");
-                            println!("{:<12} : n/a ({} cannot: {why})", spec.name, kind.name());
-                            not_available.push(NotAvailable {
-                                position,
-                                name: spec.name.clone(),
-                                row: spec.row.clone(),
-                                reason: format!("{} has {why}", kind.name()),
-                            });
-                            // The database may be half-written: the group's later
-                            // benchmarks start over only if they make a fresh database.
-                            continue;
-                        }
-                        Err(e) => {
-                            // One engine failing must not lose the others' figures: the
-                            // rest of its group is reported as not run, with the reason.
-                            let why = format!("{e:#}");
-                            println!("{:<12} : FAILED ({why})", spec.name);
-                            eprintln!(
-                                "strata-bench: benchmark {} on {} failed: {why}",
-                                spec.name,
-                                kind.name()
-                            );
-                            for (p, s) in g.specs.iter().enumerate().skip(position) {
-                                not_available.push(NotAvailable {
-                                    position: p,
-                                    name: s.name.clone(),
-                                    row: s.row.clone(),
-                                    reason: if p == position {
-                                        format!("{} has failed here: {why}", kind.name())
-                                    } else {
-                                        format!("{} has not run it (an earlier benchmark of the group failed)", kind.name())
-                                    },
-                                });
-                            }
-                            failures += 1;
-                            break;
-                        }
-                    };
-                    if let Some(mut r) = result {
-                        r.position = Some(position);
-                        println!("{}", r.line());
-                        if let Some(p) = &r.latency_us {
-                            println!(
-                                "             : latency p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us",
-                                p.p50, p.p99, p.p999, p.max
-                            );
-                        }
-                        std::io::stdout().flush()?;
-                        results.push(r);
-                    }
-                }
-                std::hint::black_box(runner.sink());
-                let dir = runner.dir().to_path_buf();
-                runner.close();
+                let outcome = match column {
+                    Column::Engine(kind) => run_engine_group(*kind, g, dir.clone())?,
+                    Column::DbBench(program) => run_program_group(program, g, &dir),
+                };
+                failures += outcome.failures;
                 if temp.is_some() && !g.flags.use_existing_db {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
                 doc.runs.push(EngineRun {
-                    engine: kind.name().into(),
+                    engine: column.name().into(),
                     group: g.label.clone(),
                     group_index: gi,
                     round,
-                    engine_version: kind.version(),
+                    engine_version: column.version(),
                     settings: settings(&g.flags),
-                    results,
-                    not_available,
+                    results: outcome.results,
+                    not_available: outcome.not_available,
                 });
                 println!();
             }
         }
     }
     doc.summary = summary::summarize(&doc.runs);
-    let names: Vec<&str> = engines.iter().map(|k| k.name()).collect();
+    let names: Vec<&str> = engines.iter().map(Column::name).collect();
     if names.len() > 1 || rounds > 1 {
         println!("{}", summary::table(&doc.summary, &names));
     }
@@ -289,6 +247,147 @@ fn run(flags: &Flags) -> Result<()> {
         bail!("{failures} benchmark(s) failed (see FAILED above); the other results stand");
     }
     Ok(())
+}
+
+/// What one column's run of one group gave.
+struct GroupOutcome {
+    results: Vec<results::BenchResult>,
+    not_available: Vec<NotAvailable>,
+    failures: usize,
+}
+
+fn print_result(r: &results::BenchResult) -> Result<()> {
+    println!("{}", r.line());
+    if let Some(p) = &r.latency_us {
+        println!(
+            "             : latency p50 {:.2} us, p99 {:.2} us, p99.9 {:.2} us, max {:.2} us",
+            p.p50, p.p99, p.p999, p.max
+        );
+    }
+    std::io::stdout().flush()?;
+    Ok(())
+}
+
+/// Runs one group on an engine the harness drives, benchmark by benchmark.
+fn run_engine_group(
+    kind: &'static dyn EngineKind,
+    g: &suite::Group,
+    dir: PathBuf,
+) -> Result<GroupOutcome> {
+    let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
+    let mut out = GroupOutcome {
+        results: Vec::new(),
+        not_available: Vec::new(),
+        failures: 0,
+    };
+    let na = |position: usize, spec: &bench::Spec, reason: String| NotAvailable {
+        position,
+        name: spec.name.clone(),
+        row: spec.row.clone(),
+        reason,
+    };
+    for (position, spec) in g.specs.iter().enumerate() {
+        if let Some(why) = runner.lacks(spec) {
+            out.not_available
+                .push(na(position, spec, format!("{} has {why}", kind.name())));
+        }
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} {msg} {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        bar.set_message(format!("{} {}", kind.name(), spec.name));
+        bar.enable_steady_tick(std::time::Duration::from_millis(200));
+        let outcome = runner.run(spec);
+        bar.finish_and_clear();
+        match outcome {
+            Ok(Some(mut r)) => {
+                r.position = Some(position);
+                print_result(&r)?;
+                out.results.push(r);
+            }
+            Ok(None) => {}
+            Err(e) if e.downcast_ref::<engine::Cannot>().is_some() => {
+                let why = format!("{e}");
+                println!("{:<12} : n/a ({} cannot: {why})", spec.name, kind.name());
+                out.not_available
+                    .push(na(position, spec, format!("{} has {why}", kind.name())));
+                // The database may be half-written: the group's later benchmarks start
+                // over only if they make a fresh database.
+            }
+            Err(e) => {
+                // One engine failing must not lose the others' figures: the rest of its
+                // group is reported as not run, with the reason.
+                let why = format!("{e:#}");
+                println!("{:<12} : FAILED ({why})", spec.name);
+                eprintln!(
+                    "strata-bench: benchmark {} on {} failed: {why}",
+                    spec.name,
+                    kind.name()
+                );
+                for (p, s) in g.specs.iter().enumerate().skip(position) {
+                    let reason = if p == position {
+                        format!("{} has failed here: {why}", kind.name())
+                    } else {
+                        format!(
+                            "{} has not run it (an earlier benchmark of the group failed)",
+                            kind.name()
+                        )
+                    };
+                    out.not_available.push(na(p, s, reason));
+                }
+                out.failures += 1;
+                break;
+            }
+        }
+    }
+    std::hint::black_box(runner.sink());
+    runner.close();
+    Ok(out)
+}
+
+/// Runs one group as one process of LevelDB's own db_bench.
+fn run_program_group(
+    program: &dbbench::DbBench,
+    g: &suite::Group,
+    dir: &std::path::Path,
+) -> GroupOutcome {
+    match program.run_group(&g.flags, &g.specs, dir) {
+        Ok(run) => {
+            for na in &run.not_available {
+                println!("{:<12} : n/a ({})", na.name, na.reason);
+            }
+            for r in &run.results {
+                let _ = print_result(r);
+            }
+            GroupOutcome {
+                results: run.results,
+                not_available: run.not_available,
+                failures: 0,
+            }
+        }
+        Err(e) => {
+            let why = format!("{e:#}");
+            println!("{:<12} : FAILED ({why})", dbbench::NAME);
+            eprintln!("strata-bench: {} failed: {why}", dbbench::NAME);
+            let not_available = g
+                .specs
+                .iter()
+                .enumerate()
+                .map(|(position, s)| NotAvailable {
+                    position,
+                    name: s.name.clone(),
+                    row: s.row.clone(),
+                    reason: format!("{} has failed: {why}", dbbench::NAME),
+                })
+                .collect();
+            GroupOutcome {
+                results: Vec::new(),
+                not_available,
+                failures: 1,
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {

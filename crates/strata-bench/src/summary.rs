@@ -1,5 +1,8 @@
 //! The summary of a run: for each benchmark of each group, every engine's median µs/op over
-//! the repeats, and its ratio to Strata's.
+//! the repeats, and its ratio to Strata's: the ratio of the medians, and, where the engines
+//! ran in several rounds, the median and range of the paired ratios (each round's peer time
+//! over the same round's Strata time). Pairs taken back to back see the same machine: on a
+//! machine whose speed drifts within minutes, they are the figure to quote.
 
 use std::collections::BTreeMap;
 
@@ -25,6 +28,43 @@ pub struct SummaryRow {
     /// Engine to why it could not run this benchmark.
     #[serde(default)]
     pub not_available: BTreeMap<String, String>,
+    /// Engine (other than Strata) to its paired ratios to Strata over the rounds in which
+    /// both ran.
+    #[serde(default)]
+    pub paired: BTreeMap<String, Paired>,
+}
+
+/// The ratios of one engine's time per operation to Strata's, one per round in which both
+/// ran (above 1: the engine is slower than Strata).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    /// Their median.
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+    /// How many rounds paired.
+    pub pairs: usize,
+}
+
+/// The paired ratios of `engine` over `strata`, both keyed by round; `None` if no round has
+/// both.
+pub fn paired(engine: &BTreeMap<usize, f64>, strata: &BTreeMap<usize, f64>) -> Option<Paired> {
+    let mut ratios: Vec<f64> = engine
+        .iter()
+        .filter_map(|(round, e)| {
+            let s = strata.get(round)?;
+            (*s > 0.0).then(|| e / s)
+        })
+        .collect();
+    let median = median(&mut ratios)?;
+    Some(Paired {
+        median,
+        min: ratios[0],
+        max: ratios[ratios.len() - 1],
+        pairs: ratios.len(),
+    })
 }
 
 /// The median of `values` (the mean of the middle two for an even count).
@@ -42,12 +82,12 @@ pub fn median(values: &mut [f64]) -> Option<f64> {
 }
 
 /// What one (group, position) cell collects: group, row, benchmark, and per engine the
-/// µs/op of every repeat.
+/// µs/op of every round.
 struct Cell {
     group: String,
     row: String,
     benchmark: String,
-    per_engine: BTreeMap<String, Vec<f64>>,
+    per_engine: BTreeMap<String, BTreeMap<usize, f64>>,
     not_available: BTreeMap<String, String>,
 }
 
@@ -67,7 +107,7 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
             cell.per_engine
                 .entry(run.engine.clone())
                 .or_default()
-                .push(r.micros_per_op);
+                .insert(run.round, r.micros_per_op);
         }
         for na in &run.not_available {
             let cell = cells
@@ -88,8 +128,16 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
         .map(|((_, index), cell)| {
             let mut median_micros = BTreeMap::new();
             let mut repeats = BTreeMap::new();
-            for (engine, mut values) in cell.per_engine {
-                repeats.insert(engine.clone(), values.len());
+            let mut pairs = BTreeMap::new();
+            let strata = cell.per_engine.get("strata").cloned().unwrap_or_default();
+            for (engine, rounds) in cell.per_engine {
+                repeats.insert(engine.clone(), rounds.len());
+                if engine != "strata"
+                    && let Some(p) = paired(&rounds, &strata)
+                {
+                    pairs.insert(engine.clone(), p);
+                }
+                let mut values: Vec<f64> = rounds.into_values().collect();
                 if let Some(m) = median(&mut values) {
                     median_micros.insert(engine, m);
                 }
@@ -102,20 +150,28 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
                 median_micros,
                 repeats,
                 not_available: cell.not_available,
+                paired: pairs,
             }
         })
         .collect()
 }
 
-/// The summary as a text table: µs/op per engine, and × Strata's time in brackets (above
-/// 1 means slower than Strata).
+/// The summary as a text table: µs/op per engine, and in brackets its time relative to
+/// Strata's (above 1 means slower than Strata): with one round the ratio of the two figures;
+/// with several, the median of the paired ratios and their range.
 pub fn table(rows: &[SummaryRow], engines: &[&str]) -> String {
-    let mut out = String::from(
-        "Summary: median micros/op; in brackets, time relative to Strata (>1: slower than Strata)\n",
-    );
+    let several = rows.iter().any(|r| r.paired.values().any(|p| p.pairs > 1));
+    let width = if several { 30 } else { 18 };
+    let mut out = String::from(if several {
+        "Summary: median micros/op over the rounds; in brackets, the median of the paired \
+         ratios (each round's time over Strata's in the same round; >1: slower than Strata) \
+         and their range\n"
+    } else {
+        "Summary: median micros/op; in brackets, time relative to Strata (>1: slower than Strata)\n"
+    });
     out.push_str(&format!("{:<4} {:<14}", "row", "benchmark"));
     for e in engines {
-        out.push_str(&format!(" {e:>18}"));
+        out.push_str(&format!(" {e:>width$}"));
     }
     out.push('\n');
     let mut group = None;
@@ -132,14 +188,16 @@ pub fn table(rows: &[SummaryRow], engines: &[&str]) -> String {
             group = Some(&r.group);
         }
         out.push_str(&format!("{:<4} {:<14}", r.row, r.benchmark));
-        let strata = r.median_micros.get("strata").copied();
         for e in engines {
-            let cell = match (r.median_micros.get(*e), strata) {
-                (Some(m), Some(s)) if s > 0.0 && *e != "strata" => format!("{m:.3} ({:.2})", m / s),
-                (Some(m), _) => format!("{m:.3}"),
+            let cell = match (r.median_micros.get(*e), r.paired.get(*e)) {
+                (Some(m), Some(p)) if p.pairs > 1 => {
+                    format!("{m:.3} ({:.2}; {:.2}-{:.2})", p.median, p.min, p.max)
+                }
+                (Some(m), Some(p)) => format!("{m:.3} ({:.2})", p.median),
+                (Some(m), None) => format!("{m:.3}"),
                 (None, _) => "n/a".to_string(),
             };
-            out.push_str(&format!(" {cell:>18}"));
+            out.push_str(&format!(" {cell:>width$}"));
         }
         out.push('\n');
     }
@@ -171,10 +229,105 @@ mod tests {
             median_micros: m,
             repeats: BTreeMap::new(),
             not_available: BTreeMap::new(),
+            paired: BTreeMap::from([(
+                "leveldb".to_string(),
+                Paired {
+                    median: 1.5,
+                    min: 1.5,
+                    max: 1.5,
+                    pairs: 1,
+                },
+            )]),
         }];
         let t = table(&rows, &["strata", "leveldb", "lmdb"]);
         assert!(t.contains("3.000 (1.50)"), "{t}");
         assert!(t.contains("2.000"), "{t}");
         assert!(t.contains("n/a"), "{t}");
+    }
+
+    #[test]
+    fn paired_ratios_pair_rounds_not_medians() {
+        // The machine doubled its speed after round 1: each round's ratio is 2, while the
+        // ratio of the medians would say 1.25.
+        let strata = BTreeMap::from([(0, 1.0), (1, 1.0), (2, 2.0), (3, 2.0)]);
+        let peer = BTreeMap::from([(0, 2.0), (1, 2.0), (2, 4.0), (3, 4.0), (4, 9.0)]);
+        let p = paired(&peer, &strata).unwrap();
+        assert_eq!((p.median, p.min, p.max, p.pairs), (2.0, 2.0, 2.0, 4));
+        let uneven = BTreeMap::from([(0, 1.5), (1, 3.0), (2, 2.0)]);
+        let p = paired(&uneven, &BTreeMap::from([(0, 1.0), (1, 1.0), (2, 1.0)])).unwrap();
+        assert_eq!((p.median, p.min, p.max), (2.0, 1.5, 3.0));
+        assert_eq!(paired(&peer, &BTreeMap::new()), None);
+    }
+
+    #[test]
+    fn summarize_pairs_by_round_and_the_table_shows_the_range() {
+        use crate::results::{BenchResult, EngineRun};
+        let run = |engine: &str, round: usize, micros: f64| EngineRun {
+            engine: engine.into(),
+            group: "g".into(),
+            group_index: 0,
+            round,
+            engine_version: String::new(),
+            settings: crate::engine::Settings {
+                cache_size: 0,
+                write_buffer_size: 0,
+                max_file_size: 0,
+                block_size: 0,
+                bloom_bits: None,
+                open_files: 0,
+                compression: true,
+                mmap_write: true,
+                mmap_read: true,
+                subcompactions: 1,
+                max_write_buffer_number: 2,
+                level0_triggers: (8, 12),
+                memtable_run_size: 0,
+                blob_threshold: 0,
+                blob_gc_ratio: 0.25,
+                blob_compression: false,
+            },
+            results: vec![BenchResult {
+                name: "readseq".into(),
+                row: "1A".into(),
+                ops: 1,
+                bytes: 0,
+                seconds: 1.0,
+                micros_per_op: micros,
+                ops_per_sec: 1.0,
+                mb_per_sec: None,
+                message: String::new(),
+                latency_us: None,
+                peak_rss_bytes: 0,
+                disk_bytes: 0,
+                written_bytes: 0,
+                write_amplification: None,
+                cpu_seconds: 0.0,
+                series: Vec::new(),
+                writer_ops_per_sec: None,
+                position: Some(0),
+                counters: None,
+            }],
+            not_available: Vec::new(),
+        };
+        let runs = vec![
+            run("strata", 0, 1.0),
+            run("leveldb", 0, 1.2),
+            run("strata", 1, 2.0),
+            run("leveldb", 1, 2.2),
+            run("strata", 2, 1.0),
+            run("leveldb", 2, 1.5),
+        ];
+        let rows = summarize(&runs);
+        assert_eq!(rows.len(), 1);
+        let p = rows[0].paired["leveldb"];
+        assert_eq!(p.pairs, 3);
+        assert!((p.median - 1.2).abs() < 1e-9, "{p:?}");
+        assert!(
+            (p.min - 1.1).abs() < 1e-9 && (p.max - 1.5).abs() < 1e-9,
+            "{p:?}"
+        );
+        assert!(!rows[0].paired.contains_key("strata"));
+        let t = table(&rows, &["strata", "leveldb"]);
+        assert!(t.contains("1.500 (1.20; 1.10-1.50)"), "{t}");
     }
 }

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings};
 
 /// Opens SQLite databases; `wal` picks the variant.
 #[derive(Debug)]
@@ -88,7 +88,8 @@ impl Engine for SqliteEngine {
             .prepare_cached("SELECT value FROM kv WHERE key = ?1")?
             .query_row(params![key], |r| r.get(0))
             .optional()?;
-        Ok(found(out, v))
+        // The value rusqlite copied out is moved into the harness's buffer, not copied again.
+        Ok(v.map(|v| *out = v).is_some())
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         let c = self.lock(sync)?;

@@ -208,8 +208,9 @@ impl<'a> Page<'a> {
                 out.push(Bar::Measured {
                     engine: e.clone(),
                     ops_per_sec: if *m > 0.0 { 1e6 / m } else { 0.0 },
-                    ratio: match strata {
-                        Some(s) if s > 0.0 && e != "strata" => Some(m / s),
+                    ratio: match (row.paired.get(e), strata) {
+                        (Some(p), _) => Some(p.median),
+                        (None, Some(s)) if s > 0.0 && e != "strata" => Some(m / s),
                         _ => None,
                     },
                 });
@@ -430,7 +431,9 @@ impl<'a> Page<'a> {
     fn render_summary(&self, h: &mut String) {
         h.push_str(
             "<section id=\"summary\"><h2>Summary</h2><p class=\"how\">Median µs per operation; \
-             in brackets the time relative to Strata's (above 1: slower than Strata).</p>\
+             in brackets the time relative to Strata's (above 1: slower than Strata): over \
+             several rounds, the median of the paired ratios (each round's time over Strata's \
+             in the same round) and their range.</p>\
              <div class=\"scroll\"><table><thead><tr><th>row</th><th>benchmark</th>",
         );
         for e in &self.engines {
@@ -456,13 +459,18 @@ impl<'a> Page<'a> {
             );
             let strata = r.median_micros.get("strata").copied();
             for e in &self.engines {
+                let paired = r.paired.get(e);
                 match (r.median_micros.get(e), strata) {
                     (Some(m), Some(s)) if s > 0.0 && e != "strata" => {
-                        let ratio = m / s;
+                        let ratio = paired.map_or(m / s, |p| p.median);
+                        let range = match paired {
+                            Some(p) if p.pairs > 1 => format!("; {:.2}-{:.2}", p.min, p.max),
+                            _ => String::new(),
+                        };
                         let class = if ratio >= 1.0 { "ahead" } else { "behind" };
                         let _ = write!(
                             h,
-                            "<td>{} <span class=\"{class}\">({ratio:.2})</span></td>",
+                            "<td>{} <span class=\"{class}\">({ratio:.2}{range})</span></td>",
                             micros(*m)
                         );
                     }

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Builds LevelDB 1.23's own db_bench, as a release build, for strata-bench's
+# `leveldb-dbbench` column: LevelDB measured by its own program at its own speed.
+#
+# The source is Debian's `leveldb` source package (the upstream 1.23 tarball, fetched
+# with apt-get source through a private deb-src list, so the system's lists stay as they
+# are). One patch (scripts/leveldb-dbbench/db_bench.patch): each thread is seeded with
+# 1000 + its index, as the 2011 page's db_bench was (1.23 reseeds every benchmark, so
+# its readrandom would read keys fillrandom never wrote), and a --compression=0|1 flag
+# for the page's compression-off rows. Built with g++ -O3 -DNDEBUG, Snappy on; no
+# CRC-32C library (Debian has none; LevelDB then uses its portable CRC-32C, as Debian's
+# libleveldb does) and no tcmalloc (as Debian's libleveldb).
+#
+# Usage: scripts/build-leveldb-dbbench.sh [OUT]   (default OUT: target/leveldb-dbbench)
+# Prints the path of the program. Does nothing when OUT already holds a build made by
+# this version of the script and its patch.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${1:-$root/target/leveldb-dbbench}
+here="$root/scripts/leveldb-dbbench"
+stamp=$(cat "$0" "$here/db_bench.patch" | sha256sum | cut -c1-16)
+if [ -x "$out/db_bench" ] && [ "$(cat "$out/STAMP" 2>/dev/null)" = "$stamp" ]; then
+  echo "$out/db_bench"
+  exit 0
+fi
+
+sudo_cmd=""
+[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+# Headers the program needs: Snappy's, and googletest's (util/testutil.h includes them;
+# db_bench calls none of their code).
+need=()
+for p in g++ libsnappy-dev libgmock-dev libgtest-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  echo "installing Debian packages: ${need[*]}" >&2
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >&2
+fi
+
+rm -rf "$out"
+mkdir -p "$out/apt/parts" "$out/apt/lists/partial" "$out/apt/cache/archives/partial" "$out/src"
+# A deb-src entry for every deb entry the system has (deb822 and one-line lists).
+{
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -e "$f" ] && sed -e 's/^Types:.*/Types: deb-src/' "$f" && echo
+  done
+} > "$out/apt/parts/src.sources"
+{
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -e "$f" ] && sed -n -e 's/^deb \(.*\)/deb-src \1/p' "$f"
+  done
+} > "$out/apt/parts/src.list"
+apt_opts=(-o Dir::Etc::SourceList=/dev/null -o "Dir::Etc::SourceParts=$out/apt/parts"
+  -o "Dir::State::Lists=$out/apt/lists" -o "Dir::Cache=$out/apt/cache")
+apt-get "${apt_opts[@]}" update -qq >&2
+(cd "$out/src" && apt-get "${apt_opts[@]}" source --download-only leveldb >&2)
+tarball=$(ls "$out"/src/leveldb_1.23.orig.tar.* 2>/dev/null || true)
+[ -n "$tarball" ] || { echo "the leveldb source package is not 1.23: $(ls "$out/src")" >&2; exit 1; }
+tar -xf "$tarball" -C "$out/src"
+src="$out/src/leveldb-1.23"
+patch -d "$src" -p1 < "$here/db_bench.patch" >&2
+
+cat > "$src/port/port_config.h" <<'H'
+#ifndef STORAGE_LEVELDB_PORT_PORT_CONFIG_H_
+#define STORAGE_LEVELDB_PORT_PORT_CONFIG_H_
+#define HAVE_FDATASYNC 1
+#define HAVE_FULLFSYNC 0
+#define HAVE_O_CLOEXEC 1
+#define HAVE_CRC32C 0
+#define HAVE_SNAPPY 1
+#endif
+H
+
+flags=(-O3 -DNDEBUG -std=c++17 -pthread -DLEVELDB_PLATFORM_POSIX=1 -DLEVELDB_IS_BIG_ENDIAN=0
+  -I"$src" -I"$src/include")
+sources=()
+for f in "$src"/db/*.cc "$src"/table/*.cc "$src"/util/*.cc "$src"/helpers/memenv/memenv.cc; do
+  case "$f" in
+    *_test.cc | *_bench.cc | */leveldbutil.cc | */env_windows.cc | */testutil.cc) ;;
+    *) sources+=("$f") ;;
+  esac
+done
+objs=()
+mkdir -p "$out/obj"
+for f in "${sources[@]}" "$src/util/testutil.cc" "$src/benchmarks/db_bench.cc"; do
+  o="$out/obj/$(basename "${f%.cc}").o"
+  g++ "${flags[@]}" -c "$f" -o "$o"
+  objs+=("$o")
+done
+g++ "${flags[@]}" "${objs[@]}" -o "$out/db_bench" -lsnappy
+{
+  echo "LevelDB 1.23 db_bench, Debian source package $(basename "$tarball")"
+  echo "g++ $(g++ -dumpfullversion): ${flags[*]:0:6} -lsnappy; patched: seeds 1000 + thread index, --compression"
+} > "$out/BUILD_INFO"
+echo "$stamp" > "$out/STAMP"
+echo "$out/db_bench"
