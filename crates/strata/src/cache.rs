@@ -164,26 +164,6 @@ impl Shard {
         Some(data)
     }
 
-    fn charge_more(&mut self, key: &Key, extra: usize) {
-        let Some(slot) = self
-            .map
-            .get(key)
-            .and_then(|e| self.ring.get_mut(e.slot))
-            .and_then(Option::as_mut)
-        else {
-            return;
-        };
-        slot.charge += extra;
-        self.usage += extra;
-        while self.usage > self.capacity {
-            if let Some(v) = self.victim() {
-                self.remove_index(v);
-            } else if self.take_spare().is_none() {
-                break;
-            }
-        }
-    }
-
     fn insert(&mut self, key: Key, block: Arc<Block>, charge: usize) {
         if let Some(i) = self.map.get(&key).map(|e| e.slot) {
             self.remove_index(i);
@@ -288,14 +268,6 @@ impl BlockCache {
     /// evicts there and leaves the next spare.
     pub fn spare_buffer(&self, id: u64, offset: u64) -> Vec<u8> {
         self.shard(&(id, offset)).take_spare().unwrap_or_default()
-    }
-
-    /// Adds `extra` bytes to the charge of the block cached under `(id, offset)` (memory
-    /// its block grew after it was cached: point fences, B2 in `sstable/block.rs`),
-    /// evicting as an insert would (C1, C2). Nothing if the block is no longer cached.
-    pub fn charge_more(&self, id: u64, offset: u64, extra: usize) {
-        let key = (id, offset);
-        self.shard(&key).charge_more(&key, extra);
     }
 
     /// Caches `block` under `(id, offset)`, evicting the least recently used blocks.
@@ -404,25 +376,6 @@ mod tests {
         assert_eq!(shard.usage, 300);
         shard.insert((1, 2), Arc::clone(&held[4]), 50); // replace: charge updated
         assert_eq!(shard.usage, 250);
-    }
-
-    #[test]
-    fn a_block_charged_more_counts_it_and_evicts_to_fit() {
-        let mut shard = Shard::new(300);
-        let held: Vec<_> = (0..3).map(|_| block(10)).collect();
-        for (i, b) in held.iter().enumerate() {
-            shard.insert((1, i as u64), Arc::clone(b), 100);
-        }
-        assert_eq!(shard.usage, 300);
-        shard.charge_more(&(1, 9), 50); // not cached: nothing
-        assert_eq!(shard.usage, 300);
-        shard.get(&(1, 2)); // its second chance
-        shard.charge_more(&(1, 2), 50); // C2: the oldest unreferenced block goes
-        assert_eq!(shard.usage, 250);
-        assert!(shard.get(&(1, 0)).is_none());
-        assert!(shard.get(&(1, 2)).is_some());
-        shard.remove_index(shard.map[&(1, 2)].slot);
-        assert_eq!(shard.usage, 100, "C1: its whole charge left with it");
     }
 
     #[test]

@@ -16,24 +16,18 @@
 //! target's (both start with the same bytes; zero padding can only make a key look
 //! smaller when it is a prefix of the other, so also smaller), and the same above.
 //!
-//! Point fences (B2, `points.rs`): a block served from the block cache a second time gets
-//! a word and an offset per entry, so a point lookup decodes one entry instead of
-//! stepping through its restart region.
-//!
 //! A block's bytes are untrusted. [`Block::new`] checks the restart array (every restart
 //! offset inside the entry area); the iterator checks each entry as it decodes it and,
 //! on damage, becomes invalid with a corruption error whose offset is relative to the
 //! block (the table adds the file and the block's position).
 
 use std::cmp::Ordering;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use crate::coding::{decode_fixed32, decode_fixed64, decode_varint32};
+use crate::coding::{decode_fixed32, decode_varint32};
 use crate::error::{Error, Result};
 use crate::iter::Cursor;
-use crate::key::{KeyOrder, TAG_SIZE, user_key};
-
-use super::points::{Points, Seen};
+use crate::key::{KeyOrder, user_key};
 
 /// A decoded block: its bytes and where its restart array starts.
 #[derive(Debug)]
@@ -48,9 +42,6 @@ pub struct Block {
     /// user key shares, 8 to a word (zero-padded).
     fences: Vec<u64>,
     fence_skip: usize,
-    /// B2: built at most once, by [`Block::prepare_points`]; `Some(None)` when the block
-    /// does not qualify.
-    points: OnceLock<Option<Points>>,
 }
 
 /// Where fences place a target among a block's restart keys.
@@ -106,7 +97,6 @@ impl Block {
             num_restarts,
             fences: Vec::new(),
             fence_skip: 0,
-            points: OnceLock::new(),
         };
         let mut previous = 0;
         for i in 0..num_restarts {
@@ -156,40 +146,6 @@ impl Block {
         fences.extend((0..skip.div_ceil(8)).map(|w| word_at(&first[..skip], 8 * w)));
         self.fences = fences;
         self.fence_skip = skip;
-    }
-
-    /// Builds the point fences (B2) if nobody has yet; returns the bytes they added (0
-    /// when they were there already or the block does not qualify), for the cache to
-    /// charge. Only for data blocks of internal keys whose user keys are ordered
-    /// bytewise: a seek uses them only under that order.
-    pub fn prepare_points(&self) -> usize {
-        let mut added = 0;
-        self.points.get_or_init(|| {
-            // Every entry's full key, one after another, as the iterator rebuilds them.
-            let (mut keys, mut seen) = (Vec::new(), Vec::new());
-            let (mut offset, mut key_start) = (0, 0);
-            while offset < self.restarts {
-                let e = self.entry_at(offset)?;
-                let previous = keys.len() - key_start;
-                if e.shared > previous {
-                    return None; // damaged: seeks read entries and report it
-                }
-                let start = keys.len();
-                keys.extend_from_within(key_start..key_start + e.shared);
-                keys.extend_from_slice(&self.data[e.delta..e.delta + e.non_shared]);
-                key_start = start;
-                seen.push(Seen {
-                    offset,
-                    non_shared: e.non_shared,
-                    key_end: keys.len(),
-                });
-                offset = e.delta + e.non_shared + e.value_len;
-            }
-            let points = Points::build(&seen, &keys)?;
-            added = points.size();
-            Some(points)
-        });
-        added
     }
 
     /// Where the fences put internal key `target` among the restart keys.
@@ -249,15 +205,6 @@ impl Block {
             return None;
         }
         Some(&self.data[e.delta..e.delta + e.non_shared])
-    }
-
-    /// The tag (the last 8 bytes of the internal key) of the entry at `offset`, when its
-    /// key delta holds it whole.
-    fn tag_at(&self, offset: usize) -> Option<u64> {
-        let e = self.entry_at(offset)?;
-        let end = e.delta + e.non_shared;
-        let start = end.checked_sub(TAG_SIZE).filter(|&t| t >= e.delta)?;
-        decode_fixed64(&self.data[start..end])
     }
 
     fn restart_point(&self, i: usize) -> usize {
@@ -382,39 +329,6 @@ impl<O: KeyOrder> BlockIter<O> {
         self.value = (offset, offset);
     }
 
-    /// Positions the cursor on the entry at `offset`, whose user key is `target`'s and
-    /// whose key delta holds its whole tag (what point fences found, B2).
-    fn land_on(&mut self, offset: usize, target: &[u8]) {
-        self.behind.clear();
-        self.current = offset;
-        let Some(e) = self.block.entry_at(offset) else {
-            return self.corrupt("truncated or overlong entry");
-        };
-        let key_end = e.delta + e.non_shared;
-        let (Some(user_len), Some(tag_start)) = (
-            target.len().checked_sub(TAG_SIZE),
-            key_end.checked_sub(TAG_SIZE).filter(|&t| t >= e.delta),
-        ) else {
-            return self.corrupt("entry key shorter than a tag");
-        };
-        self.key.clear();
-        self.key.extend_from_slice(&target[..user_len]);
-        self.key
-            .extend_from_slice(&self.block.data[tag_start..key_end]);
-        self.value = (key_end, key_end + e.value_len);
-        // The restart region holding the entry: the last restart at or before it.
-        let (mut lo, mut hi) = (0, self.block.num_restarts);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if self.block.restart_point(mid) <= offset {
-                lo = mid + 1;
-            } else {
-                hi = mid;
-            }
-        }
-        self.restart_index = lo.saturating_sub(1);
-    }
-
     /// Decodes the entry after the current one; false at the end or on damage.
     fn parse_next_key(&mut self) -> bool {
         self.current = self.next_entry_offset();
@@ -468,16 +382,6 @@ impl<O: KeyOrder> Cursor for BlockIter<O> {
     fn seek(&mut self, target: &[u8]) {
         if self.err.is_some() || self.block.num_restarts == 0 {
             return self.invalidate();
-        }
-        // B2: a point lookup the point fences answer lands on its entry directly.
-        let hit = match self.block.points.get() {
-            Some(Some(points)) if self.order.internal_bytewise() => points
-                .find(target, |at| self.block.tag_at(at))
-                .map(|f| f.offset),
-            _ => None,
-        };
-        if let Some(offset) = hit {
-            return self.land_on(offset, target);
         }
         // Binary search for the last restart point whose key is before the target, on the
         // fences where they decide (B1).
@@ -771,79 +675,6 @@ mod tests {
                 prop_assert_eq!(a.key(), f.key());
                 let expected = es.iter().find(|(k, _)| order.compare(k, t) != Ordering::Less);
                 prop_assert_eq!(f.key(), expected.map_or(&[][..], |(k, _)| &k[..]));
-            }
-        }
-    }
-
-    proptest! {
-        /// B2: seeks on a block with point fences land where seeks on the same bytes
-        /// without them do, and the cursor steps on from there both ways alike: user keys
-        /// of one length (`prefix + tail`), some with two versions (a value over a
-        /// deletion, whose tags differ in their first byte so the block still qualifies),
-        /// targets at, between and beside the stored keys, at every seqnum.
-        #[test]
-        fn points_change_no_seek(
-            prefix in proptest::collection::vec(byte(), 0..12),
-            tail_len in 0usize..11,
-            tails in proptest::collection::btree_set(proptest::collection::vec(byte(), 11), 1..60),
-            interval in 1usize..20,
-            probes in proptest::collection::vec((proptest::collection::vec(byte(), 11), 0u64..12), 0..30),
-        ) {
-            use crate::key::{ValueType, make_internal_key};
-            let users: BTreeSet<Vec<u8>> =
-                tails.iter().map(|t| [&prefix[..], &t[..tail_len]].concat()).collect();
-            let mut es = Vec::new();
-            for (i, user) in users.iter().enumerate() {
-                es.push((make_internal_key(user, 9, ValueType::Value), vec![i as u8; 3]));
-                if i % 3 == 0 {
-                    es.push((make_internal_key(user, 4, ValueType::Deletion), Vec::new()));
-                }
-            }
-            let mut b = BlockBuilder::new(interval);
-            for (k, v) in &es {
-                b.add(k, v);
-            }
-            let bytes = b.finish().to_vec();
-            let plain = Arc::new(Block::new(bytes.clone()).unwrap());
-            let pointed = Arc::new(Block::with_fences(bytes).unwrap());
-            pointed.prepare_points();
-            let built = matches!(pointed.points.get(), Some(Some(_)));
-            // Keys of one length qualify when what follows the prefix all of them share
-            // fits a word.
-            let (first, last) = (users.first().unwrap(), users.last().unwrap());
-            let shared = crate::coding::shared_prefix_len(first, last);
-            prop_assert_eq!(built, first.len() - shared <= 8);
-            let order = crate::key::InternalBytewise;
-            let mut targets: Vec<Vec<u8>> = es.iter().map(|(k, _)| k.clone()).collect();
-            for user in &users {
-                for seq in [0, 4, 5, 9, 10, crate::key::MAX_SEQNUM] {
-                    targets.push(make_internal_key(user, seq, ValueType::FOR_SEEK));
-                }
-            }
-            for (t, seq) in probes {
-                let user = [&prefix[..], &t[..tail_len]].concat();
-                targets.push(make_internal_key(&user, seq, ValueType::Value));
-                targets.push(make_internal_key(&t, seq, ValueType::Value));
-            }
-            for t in &targets {
-                let (mut a, mut p) = (plain.iter(order), pointed.iter(order));
-                a.seek(t);
-                p.seek(t);
-                prop_assert_eq!(a.valid(), p.valid());
-                prop_assert_eq!(a.key(), p.key());
-                prop_assert_eq!(a.value(), p.value());
-                let (mut a2, mut p2) = (plain.iter(order), pointed.iter(order));
-                a2.seek(t);
-                p2.seek(t);
-                for _ in 0..3 {
-                    a.next();
-                    p.next();
-                    prop_assert_eq!(a.key(), p.key());
-                    a2.prev();
-                    p2.prev();
-                    prop_assert_eq!(a2.key(), p2.key());
-                    prop_assert_eq!(a2.value(), p2.value());
-                }
             }
         }
     }

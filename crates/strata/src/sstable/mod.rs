@@ -21,7 +21,6 @@ mod block;
 mod block_builder;
 mod filter_block;
 pub mod format;
-mod points;
 mod table;
 mod table_builder;
 

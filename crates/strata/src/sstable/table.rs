@@ -206,19 +206,10 @@ impl Table {
     /// The data block at `handle`: from the block cache when it is there, otherwise read,
     /// decoded and (with a cache and `reads.fill_cache`) inserted.
     pub fn read_block(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
-        self.read_block_from(handle, reads).map(|(block, _)| block)
-    }
-
-    /// [`Table::read_block`], and whether the block came from the cache.
-    fn read_block_from(
-        &self,
-        handle: BlockHandle,
-        reads: BlockReads,
-    ) -> Result<(Arc<Block>, bool)> {
         if let Some((cache, id)) = &self.cache
             && let Some(block) = cache.get(*id, handle.offset)
         {
-            return Ok((block, true));
+            return Ok(block);
         }
         // A buffer the cache let go of, if it has one: no allocation, no zeroing.
         let buffer = match &self.cache {
@@ -244,7 +235,7 @@ impl Table {
         {
             cache.insert(*id, handle.offset, Arc::clone(&block));
         }
-        Ok((block, false))
+        Ok(block)
     }
 
     /// The first entry at or after `ikey` in the data block that would hold it; `None`
@@ -305,17 +296,7 @@ impl Table {
         {
             return Ok(None);
         }
-        let (block, cached) = self.read_block_from(handle, reads)?;
-        if cached
-            && order.internal_bytewise()
-            && let Some((cache, id)) = &self.cache
-        {
-            // Served from the cache a second time: worth point fences (B2), charged.
-            let added = block.prepare_points();
-            if added > 0 {
-                cache.charge_more(*id, handle.offset, added);
-            }
-        }
+        let block = self.read_block(handle, reads)?;
         let mut it = block.iter(order);
         it.seek(ikey);
         it.status()

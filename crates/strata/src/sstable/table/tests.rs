@@ -181,23 +181,9 @@ fn block_cache_serves_repeated_reads() {
             .1,
         value(11)
     );
-    // Served from the cache a second time, the block got point fences (B2), charged.
-    let after_two = cache.usage();
-    assert!(after_two > after_one, "{after_two} {after_one}");
-    assert!(
-        after_two - after_one < after_one / 4,
-        "{after_two} {after_one}"
-    );
-    assert_eq!(
-        t.get(&ikey(12, 112), BlockReads::CHECKED_CACHED)
-            .unwrap()
-            .unwrap()
-            .1,
-        value(12)
-    );
     assert_eq!(
         cache.usage(),
-        after_two,
-        "same block: served from the cache, fences built once"
+        after_one,
+        "same block: served from the cache"
     );
 }
