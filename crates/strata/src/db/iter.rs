@@ -4,7 +4,11 @@
 //! [`DbIterator`] reads the merge of every memtable and table (internal keys) and shows,
 //! for each user key, only its newest version at or before the read seqnum, hiding
 //! deletions. Going forward, the merge sits on the entry shown; going backward, it sits
-//! before all entries of the shown key, which is kept in `saved_key`/`saved_value`.
+//! before all entries of the shown key, whose value is kept in `saved_value`.
+//!
+//! I1: while the cursor is valid, `saved_key` holds the user key shown, in either
+//! direction. Going forward it is also the key whose older versions the next step
+//! skips, so a step copies each key once and `key()` reads no child.
 
 use std::ops::Bound;
 use std::sync::Arc;
@@ -83,15 +87,19 @@ impl DbIterator {
         match ParsedInternalKey::parse(self.inner.key()) {
             Some(p) => Some((p.seqnum <= self.seqnum).then_some((p.ty, p.user_key.len()))),
             None => {
-                self.err = Some(Error::corruption(
-                    "",
-                    0,
-                    "bad internal key in a table or memtable",
-                ));
-                self.valid = false;
+                self.corrupt_key();
                 None
             }
         }
+    }
+
+    fn corrupt_key(&mut self) {
+        self.err = Some(Error::corruption(
+            "",
+            0,
+            "bad internal key in a table or memtable",
+        ));
+        self.valid = false;
     }
 
     /// The database's order of user keys.
@@ -99,26 +107,38 @@ impl DbIterator {
         self.version.order.user()
     }
 
+    /// Moves forward to the first visible entry that is not deleted (and, when
+    /// `skipping`, whose user key is after `saved_key`). Landing on one, `saved_key`
+    /// becomes its user key (I1).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
-        // `saved_key` holds the key to skip (when skipping).
         while self.inner.valid() {
-            let Some(entry) = self.visible() else { return };
-            if let Some((ty, _)) = entry {
-                let user = key::user_key(self.inner.key());
-                match ty {
+            // The key is read once per entry: each read walks the iterator tree.
+            let Some(p) = ParsedInternalKey::parse(self.inner.key()) else {
+                return self.corrupt_key();
+            };
+            if p.seqnum <= self.seqnum {
+                match p.ty {
                     ValueType::Deletion => {
                         self.saved_key.clear();
-                        self.saved_key.extend_from_slice(user);
+                        self.saved_key.extend_from_slice(p.user_key);
                         skipping = true;
                     }
                     ValueType::Value | ValueType::BlobRef => {
-                        if !(skipping && self.order().compare(user, &self.saved_key).is_le()) {
+                        let hidden = skipping
+                            && self
+                                .version
+                                .order
+                                .user()
+                                .compare(p.user_key, &self.saved_key)
+                                .is_le();
+                        if !hidden {
                             self.valid = true;
                             self.saved_key.clear();
+                            self.saved_key.extend_from_slice(p.user_key);
                             self.blob_shown = false;
-                            if ty == ValueType::BlobRef {
+                            if p.ty == ValueType::BlobRef {
                                 match self.blobs.read_into(
-                                    user,
+                                    p.user_key,
                                     self.inner.value(),
                                     &mut self.blob_value,
                                 ) {
@@ -242,9 +262,8 @@ impl DbIterator {
                 self.inner.seek_to_first();
             }
         } else {
-            self.saved_key.clear();
-            self.saved_key
-                .extend_from_slice(key::user_key(self.inner.key()));
+            // `saved_key` is the shown key already (I1): the entries of it that follow
+            // are skipped.
             self.inner.next();
         }
         if !self.inner.valid() {
@@ -291,10 +310,8 @@ impl DbIterator {
         if !self.valid() {
             return &[];
         }
-        match self.direction {
-            Direction::Forward => key::user_key(self.inner.key()),
-            Direction::Reverse => &self.saved_key,
-        }
+        // Either way the shown key is in `saved_key` (I1).
+        &self.saved_key
     }
 
     /// The current value; empty when not valid.
