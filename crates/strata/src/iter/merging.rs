@@ -22,6 +22,11 @@ enum Direction {
 /// A cursor over the union of its children, in internal-key order.
 pub struct MergingIter {
     children: Vec<BoxCursor>,
+    /// Whether each child was valid after it last moved: the search for the smallest
+    /// (or largest) key reads these instead of asking every child through its vtable
+    /// at every step (M1: `live[i] == children[i].valid()` whenever the merge is not
+    /// in the middle of a move).
+    live: Vec<bool>,
     current: Option<usize>,
     direction: Direction,
     err: Option<Error>,
@@ -41,6 +46,7 @@ impl MergingIter {
     /// A merge of `children`, whose keys are in `order`.
     pub fn new(children: Vec<BoxCursor>, order: InternalOrder) -> Self {
         MergingIter {
+            live: vec![false; children.len()],
             children,
             current: None,
             direction: Direction::Forward,
@@ -66,10 +72,17 @@ impl MergingIter {
         true
     }
 
+    /// Refreshes `live` for every child (M1), after moving them all.
+    fn refresh_all(&mut self) {
+        for (live, c) in self.live.iter_mut().zip(&self.children) {
+            *live = c.valid();
+        }
+    }
+
     fn pick(&mut self, want: Ordering) {
         let mut best: Option<usize> = None;
         for (i, c) in self.children.iter().enumerate() {
-            if !c.valid() {
+            if !self.live[i] {
                 continue;
             }
             best = match best {
@@ -96,6 +109,7 @@ impl Cursor for MergingIter {
 
     fn seek_to_first(&mut self) {
         self.children.iter_mut().for_each(|c| c.seek_to_first());
+        self.refresh_all();
         self.direction = Direction::Forward;
         if self.check(None) {
             self.find_smallest();
@@ -104,6 +118,7 @@ impl Cursor for MergingIter {
 
     fn seek_to_last(&mut self) {
         self.children.iter_mut().for_each(|c| c.seek_to_last());
+        self.refresh_all();
         self.direction = Direction::Reverse;
         if self.check(None) {
             self.find_largest();
@@ -112,6 +127,7 @@ impl Cursor for MergingIter {
 
     fn seek(&mut self, target: &[u8]) {
         self.children.iter_mut().for_each(|c| c.seek(target));
+        self.refresh_all();
         self.direction = Direction::Forward;
         if self.check(None) {
             self.find_smallest();
@@ -135,11 +151,13 @@ impl Cursor for MergingIter {
                 }
             }
             self.direction = Direction::Forward;
+            self.refresh_all();
             if !self.check(None) {
                 return;
             }
         }
         self.children[cur].next();
+        self.live[cur] = self.children[cur].valid();
         if self.check(Some(cur)) {
             self.find_smallest();
         }
@@ -164,11 +182,13 @@ impl Cursor for MergingIter {
                 }
             }
             self.direction = Direction::Reverse;
+            self.refresh_all();
             if !self.check(None) {
                 return;
             }
         }
         self.children[cur].prev();
+        self.live[cur] = self.children[cur].valid();
         if self.check(Some(cur)) {
             self.find_largest();
         }
