@@ -6,7 +6,7 @@
 //! deletions. Going forward, the merge sits on the entry shown; going backward, it sits
 //! before all entries of the shown key, whose value is kept in `saved_value`.
 //!
-//! I1: while the cursor is valid, `saved_key` holds the user key shown, in either
+//! I3: while the cursor is valid, `saved_key` holds the user key shown, in either
 //! direction. Going forward it is also the key whose older versions the next step
 //! skips, so a step copies each key once and `key()` reads no child.
 
@@ -109,7 +109,7 @@ impl DbIterator {
 
     /// Moves forward to the first visible entry that is not deleted (and, when
     /// `skipping`, whose user key is after `saved_key`). Landing on one, `saved_key`
-    /// becomes its user key (I1).
+    /// becomes its user key (I3).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         while self.inner.valid() {
             // The key is read once per entry: each read walks the iterator tree.
@@ -262,7 +262,7 @@ impl DbIterator {
                 self.inner.seek_to_first();
             }
         } else {
-            // `saved_key` is the shown key already (I1): the entries of it that follow
+            // `saved_key` is the shown key already (I3): the entries of it that follow
             // are skipped.
             self.inner.next();
         }
@@ -310,7 +310,7 @@ impl DbIterator {
         if !self.valid() {
             return &[];
         }
-        // Either way the shown key is in `saved_key` (I1).
+        // Either way the shown key is in `saved_key` (I3).
         &self.saved_key
     }
 

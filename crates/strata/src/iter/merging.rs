@@ -24,7 +24,7 @@ pub struct MergingIter {
     children: Vec<BoxCursor>,
     /// Whether each child was valid after it last moved: the search for the smallest
     /// (or largest) key reads these instead of asking every child through its vtable
-    /// at every step (M1: `live[i] == children[i].valid()` whenever the merge is not
+    /// at every step (I4: `live[i] == children[i].valid()` whenever the merge is not
     /// in the middle of a move).
     live: Vec<bool>,
     current: Option<usize>,
@@ -72,7 +72,7 @@ impl MergingIter {
         true
     }
 
-    /// Refreshes `live` for every child (M1), after moving them all.
+    /// Refreshes `live` for every child (I4), after moving them all.
     fn refresh_all(&mut self) {
         for (live, c) in self.live.iter_mut().zip(&self.children) {
             *live = c.valid();
