@@ -39,7 +39,7 @@ bench-full: deps
 
 # The yardstick: Strata against LevelDB's own release db_bench on the baseline suite,
 # alternating back to back ROUNDS times (default 5); the summary gives the median of the
-# paired ratios and their range per row. About 3 minutes a round here.
+# paired ratios and their range per row. Under a minute a round here (5 rounds: 4 min).
 ROUNDS ?= 5
 bench-yardstick: deps
 	$(CARGO) build --release -p strata-bench

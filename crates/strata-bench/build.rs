@@ -8,13 +8,39 @@ fn main() {
             .compile("wiredtiger_shim");
         println!("cargo:rustc-link-lib=wiredtiger");
     }
-    for (feature, lib) in [
-        ("ROCKSDB", "rocksdb"),
-        ("LMDB", "lmdb"),
-        ("KYOTO", "kyotocabinet"),
-    ] {
+    if std::env::var_os("CARGO_FEATURE_ROCKSDB").is_some() {
+        link_rocksdb();
+    }
+    for (feature, lib) in [("LMDB", "lmdb"), ("KYOTO", "kyotocabinet")] {
         if std::env::var_os(format!("CARGO_FEATURE_{feature}")).is_some() {
             println!("cargo:rustc-link-lib={lib}");
+        }
+    }
+}
+
+/// RocksDB: the release library `scripts/fetch-rocksdb-release.sh` put in
+/// `$STRATA_BENCH_ROCKSDB_DIR` when that is set (found at run time through the binary's
+/// rpath), otherwise Debian's `librocksdb`. The peer reports which (`STRATA_ROCKSDB_BUILD`).
+fn link_rocksdb() {
+    println!("cargo:rerun-if-env-changed=STRATA_BENCH_ROCKSDB_DIR");
+    match std::env::var("STRATA_BENCH_ROCKSDB_DIR") {
+        Ok(dir) if !dir.is_empty() => {
+            let info = std::path::Path::new(&dir).join("BUILD_INFO");
+            println!("cargo:rerun-if-changed={}", info.display());
+            let build = std::fs::read_to_string(&info)
+                .map(|s| s.lines().collect::<Vec<_>>().join("; "))
+                .unwrap_or_else(|_| format!("release library from {dir}"));
+            println!("cargo:rustc-link-search=native={dir}");
+            println!("cargo:rustc-link-lib=dylib:+verbatim=librocksdbjni-linux64.so");
+            println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+            println!("cargo:rustc-env=STRATA_ROCKSDB_BUILD={build}");
+        }
+        _ => {
+            println!("cargo:rustc-link-lib=rocksdb");
+            println!(
+                "cargo:rustc-env=STRATA_ROCKSDB_BUILD=7.8.3 (Debian's librocksdb: no release \
+                 build type, assertions on; scripts/fetch-rocksdb-release.sh gives a release build)"
+            );
         }
     }
 }

@@ -1,6 +1,9 @@
-//! RocksDB (Debian's librocksdb 7.8), through its C API: leveled compaction, Snappy per the
-//! settings, an LRU block cache and write buffer of the settings' sizes, table files of
-//! `max_file_size`. Debian builds RocksDB with assertions on, which slows it; reports say so.
+//! RocksDB through its C API: leveled compaction, Snappy per the settings, an LRU block
+//! cache and write buffer of the settings' sizes, table files of `max_file_size`. The
+//! library is a release build of RocksDB 10.10 (`scripts/fetch-rocksdb-release.sh`,
+//! linked when `STRATA_BENCH_ROCKSDB_DIR` names it at build time, as `make bench` does)
+//! or, failing that, Debian's 7.8, built with assertions on, which slows it; the version
+//! string says which.
 //!
 //! The C API is declared here, only the calls used; every `unsafe` block passes pointers this
 //! module created and keeps alive.
@@ -137,7 +140,7 @@ impl EngineKind for RocksDbKind {
         "rocksdb"
     }
     fn version(&self) -> String {
-        "7.8 (Debian, assertions on)".to_string()
+        env!("STRATA_ROCKSDB_BUILD").to_string()
     }
     fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
         let name = CString::new(dir.as_os_str().as_encoded_bytes())?;
