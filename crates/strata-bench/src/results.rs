@@ -211,6 +211,63 @@ pub struct Document {
     pub summary: Vec<crate::summary::SummaryRow>,
 }
 
+/// Runs made up for tests: `engine` in `round` of group 0, one result per `(benchmark,
+/// µs/op)`, in order.
+#[cfg(test)]
+pub(crate) fn sample_run(engine: &str, round: usize, results: &[(&str, f64)]) -> EngineRun {
+    EngineRun {
+        engine: engine.into(),
+        group: "g".into(),
+        group_index: 0,
+        round,
+        engine_version: String::new(),
+        settings: Settings {
+            cache_size: 0,
+            write_buffer_size: 0,
+            max_file_size: 0,
+            block_size: 0,
+            bloom_bits: None,
+            open_files: 0,
+            compression: true,
+            mmap_write: true,
+            mmap_read: true,
+            subcompactions: 1,
+            max_write_buffer_number: 2,
+            level0_triggers: (8, 12),
+            memtable_run_size: 0,
+            blob_threshold: 0,
+            blob_gc_ratio: 0.25,
+            blob_compression: false,
+        },
+        results: results
+            .iter()
+            .enumerate()
+            .map(|(i, (name, micros))| BenchResult {
+                name: (*name).into(),
+                row: String::new(),
+                ops: 1,
+                bytes: 0,
+                seconds: 1.0,
+                micros_per_op: *micros,
+                ops_per_sec: 1e6 / micros,
+                mb_per_sec: None,
+                message: String::new(),
+                latency_us: None,
+                peak_rss_bytes: 0,
+                disk_bytes: 0,
+                written_bytes: 0,
+                write_amplification: None,
+                cpu_seconds: 0.0,
+                series: Vec::new(),
+                writer_ops_per_sec: None,
+                position: Some(i),
+                counters: None,
+            })
+            .collect(),
+        not_available: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

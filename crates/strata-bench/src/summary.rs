@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::results::EngineRun;
 
+/// The engine whose row is the harness's own cost, not an engine's.
+pub const HARNESS: &str = "null";
+
+/// The benchmark that measures the disk, not an engine.
+pub const FSYNC_CEILING: &str = "fsyncceiling";
+
 /// One benchmark of one group, across engines.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SummaryRow {
@@ -130,9 +136,14 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
             let mut repeats = BTreeMap::new();
             let mut pairs = BTreeMap::new();
             let strata = cell.per_engine.get("strata").cloned().unwrap_or_default();
+            // Ratios compare engines: none for the harness's own cost (`null`) or for a
+            // row no engine is part of (`fsyncceiling`, the disk's).
+            let compares = cell.benchmark != FSYNC_CEILING;
             for (engine, rounds) in cell.per_engine {
                 repeats.insert(engine.clone(), rounds.len());
-                if engine != "strata"
+                if compares
+                    && engine != "strata"
+                    && engine != HARNESS
                     && let Some(p) = paired(&rounds, &strata)
                 {
                     pairs.insert(engine.clone(), p);
@@ -261,53 +272,8 @@ mod tests {
 
     #[test]
     fn summarize_pairs_by_round_and_the_table_shows_the_range() {
-        use crate::results::{BenchResult, EngineRun};
-        let run = |engine: &str, round: usize, micros: f64| EngineRun {
-            engine: engine.into(),
-            group: "g".into(),
-            group_index: 0,
-            round,
-            engine_version: String::new(),
-            settings: crate::engine::Settings {
-                cache_size: 0,
-                write_buffer_size: 0,
-                max_file_size: 0,
-                block_size: 0,
-                bloom_bits: None,
-                open_files: 0,
-                compression: true,
-                mmap_write: true,
-                mmap_read: true,
-                subcompactions: 1,
-                max_write_buffer_number: 2,
-                level0_triggers: (8, 12),
-                memtable_run_size: 0,
-                blob_threshold: 0,
-                blob_gc_ratio: 0.25,
-                blob_compression: false,
-            },
-            results: vec![BenchResult {
-                name: "readseq".into(),
-                row: "1A".into(),
-                ops: 1,
-                bytes: 0,
-                seconds: 1.0,
-                micros_per_op: micros,
-                ops_per_sec: 1.0,
-                mb_per_sec: None,
-                message: String::new(),
-                latency_us: None,
-                peak_rss_bytes: 0,
-                disk_bytes: 0,
-                written_bytes: 0,
-                write_amplification: None,
-                cpu_seconds: 0.0,
-                series: Vec::new(),
-                writer_ops_per_sec: None,
-                position: Some(0),
-                counters: None,
-            }],
-            not_available: Vec::new(),
+        let run = |engine: &str, round: usize, micros: f64| {
+            crate::results::sample_run(engine, round, &[("readseq", micros)])
         };
         let runs = vec![
             run("strata", 0, 1.0),

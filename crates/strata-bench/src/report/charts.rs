@@ -34,13 +34,13 @@ const LINES: [RGBColor; 10] = [
 /// What one bar of a workload's chart shows.
 #[derive(Debug, Clone)]
 pub enum Bar {
-    /// An engine measured in this run: operations per second, and its time per operation
-    /// relative to Strata's (`None` for Strata itself).
+    /// An engine measured in this run: its figure in the chart's [`Scale`], and its time
+    /// per operation relative to Strata's (`None` for Strata itself).
     Measured {
         /// Engine name.
         engine: String,
-        /// Operations (entries) per second.
-        ops_per_sec: f64,
+        /// Operations (entries) per second, or seconds, as the chart's scale says.
+        value: f64,
         /// The engine's µs/op divided by Strata's.
         ratio: Option<f64>,
     },
@@ -70,7 +70,8 @@ impl Bar {
 
     fn value(&self) -> f64 {
         match self {
-            Bar::Measured { ops_per_sec, .. } | Bar::Published { ops_per_sec, .. } => *ops_per_sec,
+            Bar::Measured { value, .. } => *value,
+            Bar::Published { ops_per_sec, .. } => *ops_per_sec,
             Bar::NotAvailable { .. } => 0.0,
         }
     }
@@ -108,12 +109,61 @@ fn draw_err(e: impl std::fmt::Display) -> anyhow::Error {
     anyhow!("drawing a chart: {e}")
 }
 
+/// What a bar chart's values are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scale {
+    /// Operations (or entries) per second: longer is better.
+    PerSecond,
+    /// Seconds a run took (a compaction): shorter is better.
+    Seconds,
+}
+
+impl Scale {
+    fn figure(self, v: f64) -> String {
+        match self {
+            Scale::PerSecond => thousands(v),
+            Scale::Seconds => format!("{v:.2} s"),
+        }
+    }
+
+    fn tick(self, v: f64) -> String {
+        match self {
+            Scale::PerSecond => short(v),
+            Scale::Seconds => format!("{v:.2}"),
+        }
+    }
+}
+
+/// A vertical reference line across a bar chart: a ceiling no engine is part of.
+#[derive(Debug, Clone)]
+pub struct Reference {
+    /// Where, in the chart's scale.
+    pub value: f64,
+    /// What it is.
+    pub label: String,
+}
+
+/// The largest value a bar chart's axis must show: its bars' and its reference line's.
+pub fn axis_max(bars: &[Bar], reference: Option<&Reference>) -> f64 {
+    bars.iter()
+        .map(Bar::value)
+        .chain(reference.map(|r| r.value))
+        .fold(0.0f64, f64::max)
+}
+
 /// A horizontal bar chart, first bar on top, each bar labelled with its figure and, for
-/// peers, the ratio of its time per operation to Strata's.
-pub fn bars(title: &str, unit: &str, bars: &[Bar]) -> Result<String> {
+/// peers, the ratio of its time per operation to Strata's; with a dashed reference line
+/// when one is given.
+pub fn bars(
+    title: &str,
+    unit: &str,
+    scale: Scale,
+    bars: &[Bar],
+    reference: Option<&Reference>,
+) -> Result<String> {
     let n = bars.len().max(1);
     let (width, height) = (860u32, 46 + 26 * n as u32 + 34);
-    let max = bars.iter().map(Bar::value).fold(0.0f64, f64::max);
+    let max = axis_max(bars, reference);
     let xmax = if max > 0.0 { max * 1.55 } else { 1.0 };
     let mut svg = String::new();
     {
@@ -141,7 +191,7 @@ pub fn bars(title: &str, unit: &str, bars: &[Bar]) -> Result<String> {
             // One label per bar: plotters thins labels to the hint otherwise.
             .y_labels(n + 1)
             .x_labels(6)
-            .x_label_formatter(&|x: &f64| short(*x))
+            .x_label_formatter(&|x: &f64| scale.tick(*x))
             .x_desc(unit)
             .draw()
             .map_err(draw_err)?;
@@ -169,10 +219,8 @@ pub fn bars(title: &str, unit: &str, bars: &[Bar]) -> Result<String> {
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
                 let at = (b.value() + xmax * 0.01, SegmentValue::CenterOf(seg(i)));
                 let (text, color) = match b {
-                    Bar::Measured {
-                        ratio, ops_per_sec, ..
-                    } => {
-                        let mut t = thousands(*ops_per_sec);
+                    Bar::Measured { ratio, value, .. } => {
+                        let mut t = scale.figure(*value);
                         let mut c = INK;
                         if let Some(r) = ratio {
                             t.push_str(&format!("   x{r:.2}"));
@@ -190,6 +238,28 @@ pub fn bars(title: &str, unit: &str, bars: &[Bar]) -> Result<String> {
                 )
             }))
             .map_err(draw_err)?;
+        if let Some(r) = reference {
+            let dashed = DashedLineSeries::new(
+                [
+                    (r.value, SegmentValue::Exact(0)),
+                    (r.value, SegmentValue::Exact(n)),
+                ],
+                6,
+                4,
+                INK.stroke_width(1),
+            );
+            chart.draw_series(dashed).map_err(draw_err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("{}: {}", r.label, scale.figure(r.value)),
+                    (r.value + xmax * 0.01, SegmentValue::Exact(n)),
+                    ("sans-serif", 11)
+                        .into_font()
+                        .color(&INK)
+                        .pos(Pos::new(HPos::Left, VPos::Top)),
+                )))
+                .map_err(draw_err)?;
+        }
         root.present().map_err(draw_err)?;
     }
     Ok(svg)
@@ -278,15 +348,16 @@ mod tests {
         let svg = bars(
             "1B readrandom",
             "operations per second",
+            Scale::PerSecond,
             &[
                 Bar::Measured {
                     engine: "strata".into(),
-                    ops_per_sec: 200_000.0,
+                    value: 200_000.0,
                     ratio: None,
                 },
                 Bar::Measured {
                     engine: "leveldb".into(),
-                    ops_per_sec: 150_000.0,
+                    value: 150_000.0,
                     ratio: Some(1.33),
                 },
                 Bar::NotAvailable {
@@ -298,6 +369,7 @@ mod tests {
                     ops_per_sec: 129_000.0,
                 },
             ],
+            None,
         )
         .unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
@@ -314,6 +386,47 @@ mod tests {
         }
         // Three filled bars (n/a has none) in their colours.
         assert!(svg.contains("#C0392B") || svg.contains("#c0392b"));
+    }
+
+    #[test]
+    fn times_and_a_reference_line_read_as_such() {
+        let measured = |engine: &str, value: f64, ratio: Option<f64>| Bar::Measured {
+            engine: engine.into(),
+            value,
+            ratio,
+        };
+        let svg = bars(
+            "compact",
+            "seconds (shorter is better)",
+            Scale::Seconds,
+            &[
+                measured("strata", 0.12, None),
+                measured("leveldb", 0.31, Some(2.58)),
+            ],
+            None,
+        )
+        .unwrap();
+        for text in ["0.12 s", "0.31 s", "x2.58"] {
+            assert!(svg.contains(text), "{text} missing");
+        }
+        let ceiling = Reference {
+            value: 5_000.0,
+            label: "disk ceiling".into(),
+        };
+        let bars_ = [measured("strata", 4_000.0, None)];
+        assert_eq!(axis_max(&bars_, Some(&ceiling)), 5_000.0);
+        let svg = bars(
+            "fillsync",
+            "operations per second",
+            Scale::PerSecond,
+            &bars_,
+            Some(&ceiling),
+        )
+        .unwrap();
+        assert!(
+            svg.contains("disk ceiling: 5,000"),
+            "reference line labelled"
+        );
     }
 
     #[test]

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 
 use crate::results::{BenchResult, Document, EngineCounters, EngineRun};
-use crate::summary::{self, SummaryRow};
-use charts::{Bar, Line, thousands};
+use crate::summary::{self, FSYNC_CEILING, HARNESS, SummaryRow};
+use charts::{Bar, Line, Reference, Scale, thousands};
 
 /// The command line of `strata-bench report`.
 #[derive(Debug, clap::Parser)]
@@ -138,6 +138,14 @@ impl<'a> Page<'a> {
         })
     }
 
+    /// Engines other than Strata's own columns and the harness.
+    fn peers(&self) -> usize {
+        self.engines
+            .iter()
+            .filter(|e| !e.starts_with("strata") && *e != HARNESS)
+            .count()
+    }
+
     fn rounds(&self) -> usize {
         let mut rounds: Vec<usize> = self.runs.iter().map(|r| r.round).collect();
         rounds.sort_unstable();
@@ -200,19 +208,32 @@ impl<'a> Page<'a> {
             .unwrap_or(0)
     }
 
+    /// How a row is charted: compactions as the time they took, the rest as operations
+    /// per second.
+    fn scale_of(row: &SummaryRow) -> Scale {
+        if row.benchmark == "compact" {
+            Scale::Seconds
+        } else {
+            Scale::PerSecond
+        }
+    }
+
+    /// The bars of a row: every engine but the harness's own cost (`null`, stated in the
+    /// caption instead), then the 2011 page's figures.
     fn bars_of(&self, row: &SummaryRow) -> Vec<Bar> {
-        let strata = row.median_micros.get("strata").copied();
+        let scale = Self::scale_of(row);
         let mut out = Vec::new();
-        for e in &self.engines {
+        for e in self.engines.iter().filter(|e| *e != HARNESS) {
             if let Some(m) = row.median_micros.get(e) {
+                let value = match scale {
+                    Scale::Seconds => m / 1e6,
+                    Scale::PerSecond if *m > 0.0 => 1e6 / m,
+                    Scale::PerSecond => 0.0,
+                };
                 out.push(Bar::Measured {
                     engine: e.clone(),
-                    ops_per_sec: if *m > 0.0 { 1e6 / m } else { 0.0 },
-                    ratio: match (row.paired.get(e), strata) {
-                        (Some(p), _) => Some(p.median),
-                        (None, Some(s)) if s > 0.0 && e != "strata" => Some(m / s),
-                        _ => None,
-                    },
+                    value,
+                    ratio: row.paired.get(e).map(|p| p.median),
                 });
             } else if let Some(why) = row.not_available.get(e) {
                 out.push(Bar::NotAvailable {
@@ -237,6 +258,100 @@ impl<'a> Page<'a> {
         out
     }
 
+    /// For a `fillsync` row: the disk's own ceiling measured beside it in the same group
+    /// (`fsyncceiling`, median over the engines' runs), as synced appends per second.
+    fn ceiling_for(&self, row: &SummaryRow) -> Option<Reference> {
+        if row.benchmark != "fillsync" {
+            return None;
+        }
+        let ceiling = self
+            .rows
+            .iter()
+            .find(|r| r.group == row.group && r.benchmark == FSYNC_CEILING)?;
+        let mut micros: Vec<f64> = ceiling.median_micros.values().copied().collect();
+        let m = summary::median(&mut micros).filter(|m| *m > 0.0)?;
+        Some(Reference {
+            value: 1e6 / m,
+            label: "disk ceiling (append + fdatasync)".into(),
+        })
+    }
+
+    /// Real engines (not the harness) with a figure for `row`, fastest first.
+    fn ranked<'r>(&self, row: &'r SummaryRow) -> Vec<(&'r str, f64)> {
+        let mut v: Vec<(&str, f64)> = row
+            .median_micros
+            .iter()
+            .filter(|(e, m)| *e != HARNESS && **m > 0.0)
+            .map(|(e, m)| (e.as_str(), *m))
+            .collect();
+        v.sort_by(|a, b| a.1.total_cmp(&b.1));
+        v
+    }
+
+    /// The verdict at the top: per workload, the fastest engine and Strata's standing
+    /// against the best peer (the fastest engine that is not Strata's own column).
+    fn render_verdict(&self, h: &mut String) {
+        let rows: Vec<&SummaryRow> = self
+            .rows
+            .iter()
+            .filter(|r| r.benchmark != FSYNC_CEILING && r.median_micros.contains_key("strata"))
+            .collect();
+        let mut ahead = Vec::new();
+        let mut behind = Vec::new();
+        let mut table = String::new();
+        for r in &rows {
+            let ranked = self.ranked(r);
+            let Some(&(fastest, _)) = ranked.first() else {
+                continue;
+            };
+            let best_peer = ranked.iter().find(|(e, _)| !e.starts_with("strata"));
+            let label = if r.row.is_empty() {
+                format!("{} ({})", r.benchmark, r.group)
+            } else {
+                format!("{} {}", r.row, r.benchmark)
+            };
+            let standing = match best_peer {
+                Some((peer, _)) => {
+                    let ratio = r.paired.get(*peer).map(|p| p.median);
+                    match ratio {
+                        Some(x) if x >= 1.0 => ahead.push(label.clone()),
+                        Some(_) => behind.push(label.clone()),
+                        None => {}
+                    }
+                    match ratio {
+                        Some(x) => format!(
+                            "<td>{}</td><td class=\"{}\">{x:.2}</td>",
+                            esc(peer),
+                            if x >= 1.0 { "ahead" } else { "behind" }
+                        ),
+                        None => format!("<td>{}</td><td class=\"na\">-</td>", esc(peer)),
+                    }
+                }
+                None => "<td class=\"na\">-</td><td class=\"na\">-</td>".to_string(),
+            };
+            let _ = write!(
+                table,
+                "<tr><td>{}</td><td>{}</td>{standing}</tr>",
+                esc(&label),
+                esc(fastest)
+            );
+        }
+        let _ = write!(
+            h,
+            "<section id=\"verdict\"><h2>Verdict</h2><p>Strata is ahead of the best peer on \
+             {} of {} workloads{}.</p><div class=\"scroll\"><table><thead><tr><th>workload</th>\
+             <th>fastest</th><th>best peer</th><th>best peer's time / Strata's</th></tr></thead>\
+             <tbody>{table}</tbody></table></div></section>",
+            ahead.len(),
+            ahead.len() + behind.len(),
+            if behind.is_empty() {
+                String::new()
+            } else {
+                format!("; behind on {}", esc(&behind.join(", ")))
+            }
+        );
+    }
+
     fn render(&self, charts_dir: &Path) -> Result<String> {
         let doc = &self.docs[0];
         let mut h = String::new();
@@ -257,13 +372,20 @@ impl<'a> Page<'a> {
         let m = &doc.machine;
         let _ = write!(
             h,
-            "<p class=\"lede\">Strata and {peers} peers through the same <code>strata-bench</code> \
-             workloads, one engine after another in each round, {rounds} round{s}; every figure \
-             is the median over the rounds. Run {date} on {cpu} ({cores} cores, {mem:.0} GiB, \
-             {fs}, Linux {kernel}).</p>",
-            peers = self.engines.len().saturating_sub(1),
-            rounds = self.rounds(),
-            s = if self.rounds() == 1 { "" } else { "s" },
+            "<p class=\"lede\">Strata and {peers} peer{ps} through the same <code>strata-bench</code> \
+             workloads, one engine after another, {rounds}. Run {date} on {cpu} ({cores} cores, \
+             {mem:.0} GiB, {fs}, Linux {kernel}).</p>",
+            peers = self.peers(),
+            ps = if self.peers() == 1 { "" } else { "s" },
+            rounds = if self.rounds() == 1 {
+                "in one round: every figure is that round's".to_string()
+            } else {
+                format!(
+                    "in {} rounds taking turns: every figure is the median over the rounds, every \
+                     ratio the median of the rounds' paired ratios",
+                    self.rounds()
+                )
+            },
             date = esc(&utc(doc.started_unix)),
             cpu = esc(&m.cpu),
             cores = m.cores,
@@ -273,7 +395,10 @@ impl<'a> Page<'a> {
         );
         h.push_str(
             "<p class=\"how\">Bars are operations per second (entries per second for batches): \
-             longer is better. <span class=\"strata\">Strata</span> is red. Beside each peer, \
+             longer is better; a compaction's bars are the seconds it took: shorter is better. \
+             The harness's own cost per operation (the <code>null</code> engine) is stated under \
+             each chart, never drawn; the fillsync chart's dashed line is what the disk gives to \
+             an append and <code>fdatasync</code> of 100 bytes, no engine involved. <span class=\"strata\">Strata</span> is red. Beside each peer, \
              <b>x</b> is that engine's time per operation divided by Strata's: \
              <span class=\"ahead\">above 1, Strata is faster</span>; \
              <span class=\"behind\">below 1, the peer is</span>. Grey bars are the figures \
@@ -285,11 +410,16 @@ impl<'a> Page<'a> {
             "<p class=\"how\">OS page cache: {}.</p>",
             esc(&doc.page_cache)
         );
-        h.push_str("<nav><a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
+        h.push_str("<nav><a href=\"#verdict\">verdict</a> · <a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
+        self.render_verdict(&mut h);
 
         // Bar charts, group by group.
         let mut group = None;
         for (n, row) in self.rows.iter().enumerate() {
+            // The disk's ceiling is drawn on the fillsync chart, not as a workload.
+            if row.benchmark == FSYNC_CEILING {
+                continue;
+            }
             if group != Some(&row.group) {
                 if group.is_some() {
                     h.push_str("</section>");
@@ -310,12 +440,14 @@ impl<'a> Page<'a> {
             } else {
                 format!("{} {}", row.row, row.benchmark)
             };
-            let unit = if row.benchmark.contains("batch") {
-                "entries per second"
-            } else {
-                "operations per second"
+            let scale = Self::scale_of(row);
+            let unit = match scale {
+                Scale::Seconds => "seconds (shorter is better)",
+                Scale::PerSecond if row.benchmark.contains("batch") => "entries per second",
+                Scale::PerSecond => "operations per second",
             };
-            let svg = charts::bars(&label, unit, &self.bars_of(row))?;
+            let reference = self.ceiling_for(row);
+            let svg = charts::bars(&label, unit, scale, &self.bars_of(row), reference.as_ref())?;
             let file = slug(n, &row.row, &row.benchmark);
             std::fs::write(charts_dir.join(&file), &svg)
                 .with_context(|| format!("write {}", charts_dir.join(&file).display()))?;
@@ -325,6 +457,13 @@ impl<'a> Page<'a> {
                 id = esc(file.trim_end_matches(".svg")),
                 label = esc(&label)
             );
+            if let Some(m) = row.median_micros.get(HARNESS) {
+                let _ = write!(
+                    h,
+                    "<span class=\"harness\">harness's own cost (the <code>null</code> engine): {} per operation</span> ",
+                    esc(&micros(*m))
+                );
+            }
             let gi = self.group_index_of(row);
             for (e, msg) in self.messages(gi, row.index) {
                 let _ = write!(h, "<span>{}: {}</span> ", esc(&e), esc(&msg));
@@ -457,15 +596,15 @@ impl<'a> Page<'a> {
                 esc(&r.row),
                 esc(&r.benchmark)
             );
-            let strata = r.median_micros.get("strata").copied();
             for e in &self.engines {
                 let paired = r.paired.get(e);
-                match (r.median_micros.get(e), strata) {
-                    (Some(m), Some(s)) if s > 0.0 && e != "strata" => {
-                        let ratio = paired.map_or(m / s, |p| p.median);
-                        let range = match paired {
-                            Some(p) if p.pairs > 1 => format!("; {:.2}-{:.2}", p.min, p.max),
-                            _ => String::new(),
+                match (r.median_micros.get(e), paired) {
+                    (Some(m), Some(p)) => {
+                        let ratio = p.median;
+                        let range = if p.pairs > 1 {
+                            format!("; {:.2}-{:.2}", p.min, p.max)
+                        } else {
+                            String::new()
                         };
                         let class = if ratio >= 1.0 { "ahead" } else { "behind" };
                         let _ = write!(
@@ -635,6 +774,132 @@ mod tests {
             utc(951_782_400 + 3600 * 13 + 60 * 7),
             "2000-02-29 13:07 UTC"
         );
+    }
+
+    /// A baseline-like run: Strata, LevelDB and the `null` harness, 100x faster than both.
+    fn sample_page_docs(rounds: usize) -> Vec<Document> {
+        let mut runs = Vec::new();
+        for round in 0..rounds {
+            let slow = 1.0 + round as f64 * 0.5; // the machine slows down each round
+            for (engine, f) in [("strata", 1.0), ("leveldb", 2.0), ("null", 0.01)] {
+                runs.push(crate::results::sample_run(
+                    engine,
+                    round,
+                    &[
+                        ("fillsync", 200.0 * f * slow),
+                        ("fsyncceiling", 180.0 * slow),
+                        ("fillrandom", 1.0 * f * slow),
+                        ("compact", 100_000.0 * f * slow),
+                    ],
+                ));
+            }
+        }
+        vec![Document {
+            tool: "strata-bench".into(),
+            version: "0".into(),
+            started_unix: 0,
+            suite: Some("baseline".into()),
+            args: Vec::new(),
+            commit: None,
+            machine: crate::accounting::Machine {
+                cpu: "cpu".into(),
+                cores: 2,
+                memory: 1 << 30,
+                filesystem: "ext4".into(),
+                kernel: "6".into(),
+            },
+            page_cache: "kept".into(),
+            runs,
+            summary: Vec::new(),
+        }]
+    }
+
+    #[test]
+    fn the_harness_never_sets_an_axis_and_the_disk_is_no_engine() {
+        let docs = sample_page_docs(3);
+        let page = Page::new(&docs, &[PathBuf::from("x.json")]).unwrap();
+        for row in &page.rows {
+            let bars = page.bars_of(row);
+            assert!(
+                bars.iter()
+                    .all(|b| !matches!(b, Bar::Measured { engine, .. } if engine == "null")),
+                "{}: the null engine drawn as a bar",
+                row.benchmark
+            );
+            // The axis is set by a real engine: the fastest of Strata and LevelDB.
+            let real = page.ranked(row);
+            if let Some(&(_, fastest)) = real.first().filter(|_| row.benchmark != "compact") {
+                let axis = charts::axis_max(&bars, page.ceiling_for(row).as_ref());
+                assert!(
+                    axis <= 1e6 / fastest * 1.0001 || row.benchmark == "fillsync",
+                    "{axis}"
+                );
+            }
+        }
+        let ceiling = page
+            .rows
+            .iter()
+            .find(|r| r.benchmark == "fsyncceiling")
+            .unwrap();
+        assert!(ceiling.paired.is_empty(), "no ratios for the disk's row");
+        let fillsync = page
+            .rows
+            .iter()
+            .find(|r| r.benchmark == "fillsync")
+            .unwrap();
+        assert!(page.ceiling_for(fillsync).is_some());
+        assert!(
+            !fillsync.paired.contains_key("null"),
+            "no ratio for the harness"
+        );
+        // Paired per round: LevelDB is 2x in every round although the machine slowed.
+        let fillrandom = page
+            .rows
+            .iter()
+            .find(|r| r.benchmark == "fillrandom")
+            .unwrap();
+        assert_eq!(fillrandom.paired["leveldb"].median, 2.0);
+
+        let dir = tempfile::tempdir().unwrap();
+        let html = page.render(dir.path()).unwrap();
+        assert!(
+            html.contains("Strata and 1 peer through"),
+            "peers counted without null"
+        );
+        assert!(html.contains("in 3 rounds taking turns"));
+        assert!(
+            html.contains("ahead of the best peer on 3 of 3 workloads"),
+            "verdict"
+        );
+        assert!(html.contains("harness's own cost"));
+        let svgs: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+            .collect();
+        assert_eq!(
+            svgs.len(),
+            3,
+            "fillsync, fillrandom, compact: no fsyncceiling chart"
+        );
+        assert!(
+            svgs.iter()
+                .any(|s| s.contains("seconds (shorter is better)"))
+        );
+        assert!(
+            svgs.iter()
+                .any(|s| s.contains("disk ceiling (append + fdatasync)"))
+        );
+        assert!(svgs.iter().all(|s| !s.contains(">null<")));
+    }
+
+    #[test]
+    fn one_round_says_so() {
+        let docs = sample_page_docs(1);
+        let page = Page::new(&docs, &[PathBuf::from("x.json")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let html = page.render(dir.path()).unwrap();
+        assert!(html.contains("in one round: every figure is that round's"));
+        assert!(!html.contains("median over the rounds"));
     }
 
     #[test]
