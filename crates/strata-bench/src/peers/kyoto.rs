@@ -1,7 +1,8 @@
 //! Kyoto Cabinet TreeDB (Debian's libkyotocabinet 1.2), through its C API: a B+ tree file
-//! (`.kct`) tuned as the LevelDB page did, TSMALL and TLINEAR (`opts=sl`), plus deflate
-//! compression (`opts=c`, `zcomp=def`: the compressor the Debian build offers; the page used
-//! LZO), and a page cache of the settings' size. TreeDB has no atomic batches (n/a, as on
+//! (`.kct`) tuned as the LevelDB page's `db_bench_tree_db` did: TSMALL and TLINEAR
+//! (`opts=sl`), LZO compression when compression is on (`opts=c`, `zcomp=lzo`: raw LZO, as
+//! that program's `LZOCompressor<LZO::RAW>`; Debian's build links liblzo2), 1 KiB pages
+//! (`psiz=1024`), a 256 MiB memory map (`msiz`) and a page cache of the settings' size. TreeDB has no atomic batches (n/a, as on
 //! the page) and no compaction to ask for (n/a). A synced write syncs the file (`kcdbsync`).
 
 #![allow(unsafe_code, reason = "foreign calls into the Kyoto Cabinet C library")]
@@ -75,9 +76,9 @@ impl EngineKind for KyotoKind {
         false
     }
     fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
-        let opts = if s.compression { "slc#zcomp=def" } else { "sl" };
+        let opts = if s.compression { "slc#zcomp=lzo" } else { "sl" };
         let path = format!(
-            "{}#opts={opts}#pccap={}",
+            "{}#opts={opts}#psiz=1024#msiz=268435456#pccap={}",
             dir.join("tree.kct").display(),
             s.cache_size
         );
