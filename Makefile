@@ -47,7 +47,8 @@ bench-yardstick: deps
 	mkdir -p bench-report
 	./target/release/strata-bench --suite baseline --engines=strata,leveldb-dbbench --repeats=$(ROUNDS) --read_budget=10 --json bench-report/yardstick.json | tee bench-report/yardstick.txt
 
-# LevelDB 1.23's own db_bench (release build), for the leveldb-dbbench column.
+# The LevelDB page's own programs (LevelDB 1.23's db_bench, db_bench_sqlite3 and
+# db_bench_tree_db; release builds) for the *-dbbench columns.
 leveldb-dbbench:
 	scripts/build-leveldb-dbbench.sh
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Builds LevelDB 1.23's own db_bench, as a release build, for strata-bench's
-# `leveldb-dbbench` column: LevelDB measured by its own program at its own speed.
+# Builds the LevelDB page's own benchmark programs from LevelDB 1.23's source, as release
+# builds, for strata-bench's columns `leveldb-dbbench` (db_bench: LevelDB measured by its
+# own program at its own speed), `sqlite3-dbbench` (db_bench_sqlite3) and `kyoto-dbbench`
+# (db_bench_tree_db): SQLite3 and Kyoto TreeDB exactly as the page measured them.
 #
 # The source is Debian's `leveldb` source package (the upstream 1.23 tarball, fetched
 # with apt-get source through a private deb-src list, so the system's lists stay as they
@@ -9,7 +11,8 @@
 # its readrandom would read keys fillrandom never wrote), and a --compression=0|1 flag
 # for the page's compression-off rows. Built with g++ -O3 -DNDEBUG, Snappy on; no
 # CRC-32C library (Debian has none; LevelDB then uses its portable CRC-32C, as Debian's
-# libleveldb does) and no tcmalloc (as Debian's libleveldb).
+# libleveldb does) and no tcmalloc (as Debian's libleveldb). db_bench_sqlite3 and
+# db_bench_tree_db are built as shipped, against Debian's libsqlite3 and libkyotocabinet.
 #
 # Usage: scripts/build-leveldb-dbbench.sh [OUT]   (default OUT: target/leveldb-dbbench)
 # Prints the path of the program. Does nothing when OUT already holds a build made by
@@ -29,7 +32,7 @@ sudo_cmd=""
 # Headers the program needs: Snappy's, and googletest's (util/testutil.h includes them;
 # db_bench calls none of their code).
 need=()
-for p in g++ libsnappy-dev libgmock-dev libgtest-dev; do
+for p in g++ libsnappy-dev libgmock-dev libgtest-dev libsqlite3-dev libkyotocabinet-dev; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -83,15 +86,20 @@ for f in "$src"/db/*.cc "$src"/table/*.cc "$src"/util/*.cc "$src"/helpers/memenv
 done
 objs=()
 mkdir -p "$out/obj"
-for f in "${sources[@]}" "$src/util/testutil.cc" "$src/benchmarks/db_bench.cc"; do
+for f in "${sources[@]}" "$src/util/testutil.cc"; do
   o="$out/obj/$(basename "${f%.cc}").o"
   g++ "${flags[@]}" -c "$f" -o "$o"
   objs+=("$o")
 done
-g++ "${flags[@]}" "${objs[@]}" -o "$out/db_bench" -lsnappy
+for program in db_bench:-lsnappy db_bench_sqlite3:-lsqlite3 db_bench_tree_db:-lkyotocabinet; do
+  name=${program%%:*}
+  g++ "${flags[@]}" -c "$src/benchmarks/$name.cc" -o "$out/obj/$name.o"
+  g++ "${flags[@]}" "${objs[@]}" "$out/obj/$name.o" -o "$out/$name" -lsnappy "${program#*:}"
+done
 {
-  echo "LevelDB 1.23 db_bench, Debian source package $(basename "$tarball")"
-  echo "g++ $(g++ -dumpfullversion): ${flags[*]:0:6} -lsnappy; patched: seeds 1000 + thread index, --compression"
+  echo "LevelDB 1.23 benchmarks/ (db_bench, db_bench_sqlite3, db_bench_tree_db), Debian source package $(basename "$tarball")"
+  echo "g++ $(g++ -dumpfullversion): ${flags[*]:0:6} -lsnappy; db_bench patched: seeds 1000 + thread index, --compression"
+  echo "SQLite $(pkg-config --modversion sqlite3 2>/dev/null || echo '?'), Kyoto Cabinet $(pkg-config --modversion kyotocabinet 2>/dev/null || echo '?') (Debian's)"
 } > "$out/BUILD_INFO"
 echo "$stamp" > "$out/STAMP"
 echo "$out/db_bench"

@@ -1,10 +1,13 @@
-//! The `leveldb-dbbench` column: LevelDB measured by its own release `db_bench`, not through
-//! this harness, so every ratio against it is against LevelDB at its own speed.
+//! Columns run by the LevelDB page's own benchmark programs, not through this harness:
+//! `leveldb-dbbench` (LevelDB by its release `db_bench`, so every ratio against it is
+//! against LevelDB at its own speed), `sqlite3-dbbench` (`db_bench_sqlite3`) and
+//! `kyoto-dbbench` (`db_bench_tree_db`): SQLite3 and Kyoto TreeDB exactly as the page
+//! measured them, beside strata-bench's own peers.
 //!
-//! `scripts/build-leveldb-dbbench.sh` builds the program (LevelDB 1.23 from Debian's source
-//! package, `-O3 -DNDEBUG`, Snappy; seeded `1000 + thread` as the 2011 page's db_bench was,
-//! plus a `--compression` flag) into `target/leveldb-dbbench/`. A group of benchmarks runs
-//! as one process of it, `--benchmarks=a,b,c` with the group's flags, exactly as db_bench
+//! `scripts/build-leveldb-dbbench.sh` builds the three (LevelDB 1.23's `benchmarks/` from
+//! Debian's source package, `-O3 -DNDEBUG`; `db_bench` seeded `1000 + thread` as the 2011
+//! page's was, plus a `--compression` flag; the other two as shipped) into
+//! `target/leveldb-dbbench/`. A group of benchmarks runs as one process of a program, `--benchmarks=a,b,c` with the group's flags, exactly as db_bench
 //! is used by hand: the database stays open from one benchmark to the next, as it does for
 //! every other engine. Its result lines are read as they come; at each line the process's
 //! peak memory, bytes written and CPU time are read from `/proc` (and the peak reset), and
@@ -28,15 +31,56 @@ use crate::bench::Spec;
 use crate::flags::Flags;
 use crate::results::{BenchResult, NotAvailable};
 
-/// The column's name on the command line and in reports.
-pub const NAME: &str = "leveldb-dbbench";
+/// Where the build script puts the programs, relative to the cargo target directory.
+const BUILT_IN: &str = "leveldb-dbbench";
 
-/// Where the build script puts the program, relative to the cargo target directory.
-const BUILT_AT: &str = "leveldb-dbbench/db_bench";
+/// One of the LevelDB page's benchmark programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// `db_bench`: LevelDB.
+    LevelDb,
+    /// `db_bench_sqlite3`: SQLite3 (WAL, one transaction per write, 1 KiB pages).
+    Sqlite3,
+    /// `db_bench_tree_db`: Kyoto Cabinet TreeDB (LZO, 1 KiB pages).
+    TreeDb,
+}
 
-/// LevelDB's own db_bench, ready to run.
+impl Program {
+    /// Every program, in the order columns list them.
+    pub const ALL: [Program; 3] = [Program::LevelDb, Program::Sqlite3, Program::TreeDb];
+
+    /// The column's name on the command line and in reports.
+    pub fn column(self) -> &'static str {
+        match self {
+            Program::LevelDb => "leveldb-dbbench",
+            Program::Sqlite3 => "sqlite3-dbbench",
+            Program::TreeDb => "kyoto-dbbench",
+        }
+    }
+
+    /// The program's file name.
+    fn file(self) -> &'static str {
+        match self {
+            Program::LevelDb => "db_bench",
+            Program::Sqlite3 => "db_bench_sqlite3",
+            Program::TreeDb => "db_bench_tree_db",
+        }
+    }
+
+    /// The variable that names the program's path, overriding the built one.
+    fn variable(self) -> &'static str {
+        match self {
+            Program::LevelDb => "STRATA_BENCH_DBBENCH",
+            Program::Sqlite3 => "STRATA_BENCH_DBBENCH_SQLITE3",
+            Program::TreeDb => "STRATA_BENCH_DBBENCH_TREE_DB",
+        }
+    }
+}
+
+/// One of the page's programs, ready to run.
 #[derive(Debug, Clone)]
 pub struct DbBench {
+    kind: Program,
     program: PathBuf,
     version: String,
 }
@@ -64,10 +108,11 @@ pub struct Line {
 }
 
 impl DbBench {
-    /// The program at `$STRATA_BENCH_DBBENCH`, else the one the build script made in the
-    /// target directory this executable runs from (`target/release/../leveldb-dbbench`).
-    pub fn locate() -> Result<DbBench> {
-        let program = match std::env::var_os("STRATA_BENCH_DBBENCH") {
+    /// The program at its variable's path (`$STRATA_BENCH_DBBENCH` for `db_bench`), else
+    /// the one the build script made in the target directory this executable runs from
+    /// (`target/release/../leveldb-dbbench`).
+    pub fn locate(kind: Program) -> Result<DbBench> {
+        let program = match std::env::var_os(kind.variable()) {
             Some(p) => PathBuf::from(p),
             None => {
                 let exe = std::env::current_exe().context("find this executable")?;
@@ -75,28 +120,38 @@ impl DbBench {
                     .parent()
                     .and_then(Path::parent)
                     .context("find the target directory")?;
-                target.join(BUILT_AT)
+                target.join(BUILT_IN).join(kind.file())
             }
         };
         if !program.is_file() {
             bail!(
-                "LevelDB's db_bench is not at {} (build it with scripts/build-leveldb-dbbench.sh, \
-                 or set STRATA_BENCH_DBBENCH)",
-                program.display()
+                "{} is not at {} (build it with scripts/build-leveldb-dbbench.sh, or set {})",
+                kind.file(),
+                program.display(),
+                kind.variable()
             );
         }
-        Ok(DbBench::at(program))
+        Ok(DbBench::at(kind, program))
     }
 
     /// The program at `program`; its version is read from `BUILD_INFO` beside it.
-    pub fn at(program: PathBuf) -> DbBench {
-        let version = program
+    pub fn at(kind: Program, program: PathBuf) -> DbBench {
+        let build = program
             .parent()
             .map(|d| d.join("BUILD_INFO"))
             .and_then(|p| std::fs::read_to_string(p).ok())
             .map(|s| s.lines().collect::<Vec<_>>().join("; "))
-            .unwrap_or_else(|| "LevelDB db_bench (no BUILD_INFO beside it)".into());
-        DbBench { program, version }
+            .unwrap_or_else(|| "no BUILD_INFO beside it".into());
+        DbBench {
+            kind,
+            version: format!("{} ({build})", kind.file()),
+            program,
+        }
+    }
+
+    /// Which program it is.
+    pub fn kind(&self) -> Program {
+        self.kind
     }
 
     /// The version and build flags, for the run's settings and the page.
@@ -109,13 +164,13 @@ impl DbBench {
         let mut out = GroupRun::default();
         let mut planned = Vec::new();
         for (position, spec) in specs.iter().enumerate() {
-            match db_bench_name(spec, flags) {
+            match program_name(self.kind, spec, flags) {
                 Ok(name) => planned.push((position, spec, name)),
                 Err(reason) => out.not_available.push(NotAvailable {
                     position,
                     name: spec.name.clone(),
                     row: spec.row.clone(),
-                    reason: format!("{NAME} has {reason}"),
+                    reason: format!("{} has {reason}", self.kind.column()),
                 }),
             }
         }
@@ -125,7 +180,9 @@ impl DbBench {
         std::fs::create_dir_all(dir).with_context(|| format!("create {}", dir.display()))?;
         let names: Vec<&str> = planned.iter().map(|(_, _, n)| *n).collect();
         let mut child = Command::new(&self.program)
-            .args(arguments(flags, &names, dir))
+            .args(arguments(self.kind, flags, &names, dir))
+            // SQLite's and TreeDB's programs put their files in the test directory.
+            .env("TEST_TMPDIR", dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -163,7 +220,7 @@ impl DbBench {
                 accounting::cpu_seconds_of(pid),
                 accounting::bytes_written_of(pid),
             );
-            let mut r = result(spec, flags, &line, dir);
+            let mut r = result(self.kind, spec, flags, &line, dir);
             r.position = Some(*position);
             r.peak_rss_bytes = peak;
             r.cpu_seconds = cpu_now - cpu;
@@ -181,7 +238,8 @@ impl DbBench {
                 .filter(|l| !l.trim().is_empty() && !l.starts_with("... finished"))
                 .collect();
             bail!(
-                "db_bench ({status}) gave {} of {} results; it said: {}",
+                "{} ({status}) gave {} of {} results; it said: {}",
+                self.kind.file(),
                 out.results.len(),
                 planned.len(),
                 tail[tail.len().saturating_sub(3)..].join(" / ")
@@ -191,63 +249,103 @@ impl DbBench {
     }
 }
 
-/// db_bench's name for `spec`, or why it cannot run it as this harness means it.
-fn db_bench_name(spec: &Spec, flags: &Flags) -> Result<&'static str, String> {
+/// Benchmarks LevelDB's db_bench has under the names this harness uses, beyond the ones
+/// every program has.
+const LEVELDB_ALSO: [&str; 11] = [
+    "readreverse",
+    "readmissing",
+    "readhot",
+    "seekrandom",
+    "deleteseq",
+    "deleterandom",
+    "readwhilewriting",
+    "compact",
+    "crc32c",
+    "snappycomp",
+    "snappyuncomp",
+];
+
+/// The program's name for `spec`, or why it cannot run it as this harness means it.
+fn program_name(kind: Program, spec: &Spec, flags: &Flags) -> Result<&'static str, String> {
     if flags.duration > 0.0 {
         return Err("no --duration".into());
     }
     if flags.writes_per_second > 0 {
         return Err("no write rate limit".into());
     }
-    Ok(match spec.name.as_str() {
-        "fillseq" => "fillseq",
-        "fillsync" => "fillsync",
-        "fillrandom" => "fillrandom",
-        "overwrite" => "overwrite",
-        "fillbatch" | "fillseqbatch" => "fillbatch",
-        "fill100K" => "fill100K",
-        "readseq" => "readseq",
-        "readreverse" => "readreverse",
-        "readrandom" => "readrandom",
-        "readmissing" => "readmissing",
-        "readhot" => "readhot",
-        "seekrandom" => "seekrandom",
-        "deleteseq" => "deleteseq",
-        "deleterandom" => "deleterandom",
-        "readwhilewriting" => "readwhilewriting",
-        "compact" => "compact",
-        "crc32c" => "crc32c",
-        "snappycomp" => "snappycomp",
-        "snappyuncomp" => "snappyuncomp",
-        "fsyncceiling" => return Err("no engine in it (a property of the disk)".into()),
-        other => return Err(format!("no {other} benchmark")),
-    })
+    if spec.name == "fsyncceiling" {
+        return Err("no engine in it (a property of the disk)".into());
+    }
+    let name = match (kind, spec.name.as_str()) {
+        (_, "fillseq") => "fillseq",
+        (_, "fillrandom") => "fillrandom",
+        (_, "overwrite") => "overwrite",
+        (_, "readseq") => "readseq",
+        (_, "readrandom") => "readrandom",
+        (Program::LevelDb, "fillsync") => "fillsync",
+        (Program::LevelDb, "fill100K") => "fill100K",
+        (Program::LevelDb, "fillbatch" | "fillseqbatch") => "fillbatch",
+        (Program::LevelDb, n) if let Some(same) = LEVELDB_ALSO.iter().find(|b| **b == n) => same,
+        // The page's SQLite3 and TreeDB programs: synced random writes (num / 100), random
+        // 100 KB writes (num / 1000), SQLite's batches of 1,000.
+        (Program::Sqlite3 | Program::TreeDb, "fillsync") => "fillrandsync",
+        (Program::Sqlite3 | Program::TreeDb, "fill100K") => "fillrand100K",
+        (Program::Sqlite3, "fillbatch" | "fillseqbatch") => "fillseqbatch",
+        (Program::Sqlite3, "fillrandbatch") => "fillrandbatch",
+        (_, other) => return Err(format!("no {other} benchmark in {}", kind.file())),
+    };
+    Ok(name)
 }
 
-/// db_bench's command line for a group.
-fn arguments(flags: &Flags, names: &[&str], dir: &Path) -> Vec<String> {
-    // `stats` last keeps the process alive a moment after the last result line, while
-    // its memory and I/O counters are read.
+/// The program's command line for a group: only the flags it knows (it refuses others).
+fn arguments(kind: Program, flags: &Flags, names: &[&str], dir: &Path) -> Vec<String> {
     let mut list = names.join(",");
-    list.push_str(",stats");
+    if kind == Program::LevelDb {
+        // `stats` last keeps the process alive a moment after the last result line,
+        // while its memory and I/O counters are read.
+        list.push_str(",stats");
+    }
     let mut a = vec![
         format!("--benchmarks={list}"),
-        format!("--db={}", dir.display()),
         format!("--num={}", flags.num),
-        format!("--threads={}", flags.threads.max(1)),
         format!("--value_size={}", flags.value_size),
         format!("--compression_ratio={}", flags.compression_ratio),
-        format!("--compression={}", u8::from(flags.compression)),
-        format!("--write_buffer_size={}", flags.write_buffer_size),
-        format!("--max_file_size={}", flags.max_file_size),
-        format!("--block_size={}", flags.block_size),
-        format!("--cache_size={}", flags.cache_size),
-        format!("--open_files={}", flags.open_files),
-        format!("--bloom_bits={}", flags.bloom().map_or(-1, |b| b as i64)),
-        format!("--use_existing_db={}", u8::from(flags.use_existing_db)),
     ];
+    // db_bench_tree_db has the flag but does not parse it: it is passed only when on (and
+    // that program then refuses the run, as it cannot reuse a database).
+    if kind != Program::TreeDb || flags.use_existing_db {
+        a.push(format!(
+            "--use_existing_db={}",
+            u8::from(flags.use_existing_db)
+        ));
+    }
     if flags.reads >= 0 {
         a.push(format!("--reads={}", flags.reads));
+    }
+    match kind {
+        Program::LevelDb => a.extend([
+            format!("--db={}", dir.display()),
+            format!("--threads={}", flags.threads.max(1)),
+            format!("--compression={}", u8::from(flags.compression)),
+            format!("--write_buffer_size={}", flags.write_buffer_size),
+            format!("--max_file_size={}", flags.max_file_size),
+            format!("--block_size={}", flags.block_size),
+            format!("--cache_size={}", flags.cache_size),
+            format!("--open_files={}", flags.open_files),
+            format!("--bloom_bits={}", flags.bloom().map_or(-1, |b| b as i64)),
+        ]),
+        // SQLite's page cache is pages of 1 KiB: the budget in pages.
+        Program::Sqlite3 => a.extend([
+            format!("--db={}", dir.display()),
+            "--page_size=1024".to_string(),
+            format!("--num_pages={}", (flags.cache_size / 1024).max(1)),
+        ]),
+        Program::TreeDb => a.extend([
+            format!("--db={}", dir.display()),
+            "--page_size=1024".to_string(),
+            format!("--cache_size={}", flags.cache_size),
+            format!("--compression={}", u8::from(flags.compression)),
+        ]),
     }
     a
 }
@@ -286,22 +384,26 @@ fn spec_writes(spec: &Spec) -> bool {
     )
 }
 
-/// How many operations db_bench counts for `spec` (its own rules, which the suite's
+/// How many operations the program counts for `spec` (its own rules, which the suite's
 /// per-row sizes do not change).
-fn db_bench_ops(spec: &Spec, flags: &Flags) -> u64 {
+fn program_ops(kind: Program, spec: &Spec, flags: &Flags) -> u64 {
     let threads = flags.threads.max(1) as u64;
-    match spec.name.as_str() {
-        "fillsync" | "fill100K" => (flags.num / 1000).max(1) * threads,
-        "compact" => 1,
-        "readseq" | "readreverse" | "readrandom" | "readmissing" | "readhot" | "seekrandom"
-        | "readwhilewriting" => flags.reads() * threads,
+    match (kind, spec.name.as_str()) {
+        (Program::LevelDb, "fillsync") | (_, "fill100K") => (flags.num / 1000).max(1) * threads,
+        (_, "fillsync") => (flags.num / 100).max(1),
+        (_, "compact") => 1,
+        (
+            _,
+            "readseq" | "readreverse" | "readrandom" | "readmissing" | "readhot" | "seekrandom"
+            | "readwhilewriting",
+        ) => flags.reads() * threads,
         _ => flags.num * threads,
     }
 }
 
 /// The harness's result for one db_bench line; the caller adds the accounting.
-fn result(spec: &Spec, flags: &Flags, line: &Line, dir: &Path) -> BenchResult {
-    let ops = db_bench_ops(spec, flags);
+fn result(kind: Program, spec: &Spec, flags: &Flags, line: &Line, dir: &Path) -> BenchResult {
+    let ops = program_ops(kind, spec, flags);
     let threads = flags.threads.max(1) as f64;
     let seconds = line.micros_per_op * ops as f64 / 1e6 / threads;
     let bytes = line
@@ -367,17 +469,31 @@ mod tests {
     }
 
     #[test]
-    fn what_db_bench_cannot_run_is_named() {
+    fn what_each_program_cannot_run_is_named() {
         let flags = Flags::try_parse_from(["strata-bench"]).unwrap();
         let spec = |n: &str| crate::bench::spec(n, &flags).unwrap();
-        assert_eq!(
-            db_bench_name(&spec("fillseqbatch"), &flags),
-            Ok("fillbatch")
+        let name = |k, n: &str| program_name(k, &spec(n), &flags);
+        assert_eq!(name(Program::LevelDb, "fillseqbatch"), Ok("fillbatch"));
+        assert!(name(Program::LevelDb, "fsyncceiling").is_err());
+        assert!(name(Program::LevelDb, "fillrandbatch").is_err());
+        assert_eq!(name(Program::Sqlite3, "fillsync"), Ok("fillrandsync"));
+        assert_eq!(name(Program::Sqlite3, "fillrandbatch"), Ok("fillrandbatch"));
+        assert_eq!(name(Program::TreeDb, "fill100K"), Ok("fillrand100K"));
+        assert!(
+            name(Program::TreeDb, "fillbatch").is_err(),
+            "TreeDB has no batches"
         );
-        assert!(db_bench_name(&spec("fsyncceiling"), &flags).is_err());
-        assert!(db_bench_name(&spec("fillrandbatch"), &flags).is_err());
+        assert!(name(Program::Sqlite3, "compact").is_err());
+        assert!(name(Program::TreeDb, "readreverse").is_err());
         let limited = Flags::try_parse_from(["strata-bench", "--writes_per_second=100"]).unwrap();
-        assert!(db_bench_name(&spec("readwhilewriting"), &limited).is_err());
+        assert!(program_name(Program::LevelDb, &spec("readwhilewriting"), &limited).is_err());
+        // Each program gets only the flags it knows.
+        let dir = Path::new("/d");
+        let sqlite = arguments(Program::Sqlite3, &flags, &["fillseq"], dir).join(" ");
+        assert!(sqlite.contains("--num_pages=8192") && !sqlite.contains("--cache_size"));
+        let tree = arguments(Program::TreeDb, &flags, &["fillseq"], dir).join(" ");
+        assert!(tree.contains("--cache_size=8388608") && !tree.contains("--bloom_bits"));
+        assert!(!tree.contains(",stats"));
     }
 
     /// A stand-in for db_bench: a shell script that prints what db_bench prints (progress
@@ -406,8 +522,8 @@ mod tests {
              echo 'readrandom   :       4.500 micros/op; (900 of 1000 found)'\n\
              echo 'compact      :    1000.000 micros/op;'\n",
         );
-        let db = DbBench::at(program);
-        assert_eq!(db.version(), "fake db_bench; no flags");
+        let db = DbBench::at(Program::LevelDb, program);
+        assert_eq!(db.version(), "db_bench (fake db_bench; no flags)");
         let flags =
             Flags::try_parse_from(["strata-bench", "--num=1000", "--compression=false"]).unwrap();
         let specs: Vec<Spec> = ["fillseq", "fsyncceiling", "readrandom", "compact"]
@@ -460,7 +576,7 @@ mod tests {
             .iter()
             .map(|n| crate::bench::spec(n, &flags).unwrap())
             .collect();
-        let err = DbBench::at(program)
+        let err = DbBench::at(Program::LevelDb, program)
             .run_group(&flags, &specs, &tmp.path().join("db"))
             .unwrap_err()
             .to_string();

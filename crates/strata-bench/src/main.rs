@@ -61,7 +61,7 @@ impl Column {
     fn name(&self) -> &'static str {
         match self {
             Column::Engine(k) => k.name(),
-            Column::DbBench(_) => dbbench::NAME,
+            Column::DbBench(d) => d.kind().column(),
         }
     }
     fn version(&self) -> String {
@@ -79,9 +79,11 @@ fn select_engines(list: &str) -> Result<Vec<Column>> {
             eprintln!("note: engine {p} is not built into this strata-bench yet; skipped");
         }
         let mut out: Vec<Column> = all.into_iter().map(Column::Engine).collect();
-        match dbbench::DbBench::locate() {
-            Ok(d) => out.push(Column::DbBench(d)),
-            Err(e) => eprintln!("note: {} skipped: {e:#}", dbbench::NAME),
+        for kind in dbbench::Program::ALL {
+            match dbbench::DbBench::locate(kind) {
+                Ok(d) => out.push(Column::DbBench(d)),
+                Err(e) => eprintln!("note: {} skipped: {e:#}", kind.column()),
+            }
         }
         return Ok(out);
     }
@@ -89,7 +91,12 @@ fn select_engines(list: &str) -> Result<Vec<Column>> {
     for name in list.split(',').filter(|s| !s.is_empty()) {
         match all.iter().find(|k| k.name() == name) {
             Some(k) => out.push(Column::Engine(*k)),
-            None if name == dbbench::NAME => out.push(Column::DbBench(dbbench::DbBench::locate()?)),
+            None if let Some(kind) = dbbench::Program::ALL
+                .into_iter()
+                .find(|p| p.column() == name) =>
+            {
+                out.push(Column::DbBench(dbbench::DbBench::locate(kind)?))
+            }
             None if PEERS.contains(&name) => {
                 eprintln!("note: engine {name} is not built into this strata-bench yet; skipped")
             }
@@ -368,8 +375,9 @@ fn run_program_group(
         }
         Err(e) => {
             let why = format!("{e:#}");
-            println!("{:<12} : FAILED ({why})", dbbench::NAME);
-            eprintln!("strata-bench: {} failed: {why}", dbbench::NAME);
+            let name = program.kind().column();
+            println!("{:<12} : FAILED ({why})", name);
+            eprintln!("strata-bench: {name} failed: {why}");
             let not_available = g
                 .specs
                 .iter()
@@ -378,7 +386,7 @@ fn run_program_group(
                     position,
                     name: s.name.clone(),
                     row: s.row.clone(),
-                    reason: format!("{} has failed: {why}", dbbench::NAME),
+                    reason: format!("{name} has failed: {why}"),
                 })
                 .collect();
             GroupOutcome {

@@ -44,10 +44,18 @@ fn run(cmd: &mut Command) -> String {
 fn the_page_names_every_engine_and_workload_and_renders() {
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("baseline.json");
-    // LevelDB's own db_bench (the leveldb-dbbench column) is built by `make bench` only;
-    // this page is drawn without it wherever it happens to be built.
+    // The LevelDB page's own programs (the *-dbbench columns) are built by `make bench`
+    // only; this page is drawn without them wherever they happen to be built.
     let stdout = run(Command::new(BIN)
         .env("STRATA_BENCH_DBBENCH", dir.path().join("no-db_bench"))
+        .env(
+            "STRATA_BENCH_DBBENCH_SQLITE3",
+            dir.path().join("no-db_bench"),
+        )
+        .env(
+            "STRATA_BENCH_DBBENCH_TREE_DB",
+            dir.path().join("no-db_bench"),
+        )
         .args(["--suite", "baseline", "--engines=all", "--num=2000"])
         .arg(format!("--db={}", dir.path().join("db").display()))
         .arg(format!("--json={}", json.display())));
