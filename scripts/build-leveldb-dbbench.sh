@@ -27,19 +27,10 @@ if [ -x "$out/db_bench" ] && [ "$(cat "$out/STAMP" 2>/dev/null)" = "$stamp" ]; t
   exit 0
 fi
 
-sudo_cmd=""
-[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-# Headers the program needs: Snappy's, and googletest's (util/testutil.h includes them;
-# db_bench calls none of their code).
-need=()
-for p in g++ libsnappy-dev libgmock-dev libgtest-dev libsqlite3-dev libkyotocabinet-dev; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing Debian packages: ${need[*]}" >&2
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >&2
-fi
+# Headers and libraries the programs need: Snappy's, SQLite's, Kyoto Cabinet's, and
+# googletest's headers (util/testutil.h includes them; the programs call none of it).
+source "$(dirname "$0")/apt-missing.sh"
+install_missing g++ libsnappy-dev libgmock-dev libgtest-dev libsqlite3-dev libkyotocabinet-dev
 
 rm -rf "$out"
 mkdir -p "$out/apt/parts" "$out/apt/lists/partial" "$out/apt/cache/archives/partial" "$out/src"

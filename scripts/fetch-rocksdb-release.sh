@@ -18,17 +18,8 @@ if [ -f "$out/$lib" ] && [ "$(head -n1 "$out/BUILD_INFO" 2>/dev/null)" = "RocksD
   echo "$out"
   exit 0
 fi
-sudo_cmd=""
-[ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
-need=()
-for p in maven unzip; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  echo "installing Debian packages: ${need[*]}" >&2
-  $sudo_cmd apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need[@]}" >&2
-fi
+source "$(dirname "$0")/apt-missing.sh"
+install_missing maven unzip
 rm -rf "$out"
 mkdir -p "$out"
 mvn -q -B -Dstyle.color=never dependency:copy "-Dartifact=org.rocksdb:rocksdbjni:$version:jar:linux64" \

@@ -189,48 +189,29 @@ impl DbBench {
             .spawn()
             .with_context(|| format!("start {}", self.program.display()))?;
         let pid = Process::Pid(child.id());
-        let stderr = child.stderr.take().context("db_bench's stderr")?;
+        let stderr = child.stderr.take().context("the program's stderr")?;
         // Its progress lines go to stderr: drain it so it never blocks, keep the tail.
         let errors = std::thread::spawn(move || {
             let mut text = String::new();
             let _ = BufReader::new(stderr).read_to_string(&mut text);
             text
         });
-        let stdout = child.stdout.take().context("db_bench's stdout")?;
-        accounting::reset_peak_rss_of(pid);
-        let (mut cpu, mut written) = (
-            accounting::cpu_seconds_of(pid),
-            accounting::bytes_written_of(pid),
-        );
-        let mut next = planned.iter();
-        for text in BufReader::new(stdout).lines() {
-            let text = text.context("read db_bench's output")?;
-            let Some(line) = parse_line(&text) else {
-                continue;
-            };
-            let Some((position, spec, name)) = next.next() else {
-                bail!("db_bench printed a result nobody asked for: {text}");
-            };
-            if line.name != *name {
-                bail!("db_bench printed {:?} where {name:?} was due", line.name);
+        let read = child
+            .stdout
+            .take()
+            .context("the program's stdout")
+            .and_then(|stdout| self.read_results(stdout, pid, flags, &planned, dir));
+        let read = match read {
+            Ok(results) => results,
+            Err(e) => {
+                // Never leave the program running on after the harness gave up on it.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(e);
             }
-            let peak = accounting::peak_rss_of(pid);
-            accounting::reset_peak_rss_of(pid);
-            let (cpu_now, written_now) = (
-                accounting::cpu_seconds_of(pid),
-                accounting::bytes_written_of(pid),
-            );
-            let mut r = result(self.kind, spec, flags, &line, dir);
-            r.position = Some(*position);
-            r.peak_rss_bytes = peak;
-            r.cpu_seconds = cpu_now - cpu;
-            r.written_bytes = written_now.saturating_sub(written);
-            r.write_amplification =
-                (spec_writes(spec) && r.bytes > 0).then(|| r.written_bytes as f64 / r.bytes as f64);
-            (cpu, written) = (cpu_now, written_now);
-            out.results.push(r);
-        }
-        let status = child.wait().context("wait for db_bench")?;
+        };
+        out.results = read;
+        let status = child.wait().context("wait for the program")?;
         let errors = errors.join().unwrap_or_default();
         if !status.success() || out.results.len() != planned.len() {
             let tail: Vec<&str> = errors
@@ -246,6 +227,55 @@ impl DbBench {
             );
         }
         Ok(out)
+    }
+
+    /// Reads the program's result lines as they come, one per planned benchmark, with the
+    /// process's accounting at each (peak memory since the last line, then reset; CPU and
+    /// bytes written since the last line; the directory's size).
+    fn read_results(
+        &self,
+        stdout: std::process::ChildStdout,
+        pid: Process,
+        flags: &Flags,
+        planned: &[(usize, &Spec, &'static str)],
+        dir: &Path,
+    ) -> Result<Vec<BenchResult>> {
+        let program = self.kind.file();
+        let mut results = Vec::new();
+        accounting::reset_peak_rss_of(pid);
+        let (mut cpu, mut written) = (
+            accounting::cpu_seconds_of(pid),
+            accounting::bytes_written_of(pid),
+        );
+        let mut next = planned.iter();
+        for text in BufReader::new(stdout).lines() {
+            let text = text.with_context(|| format!("read {program}'s output"))?;
+            let Some(line) = parse_line(&text) else {
+                continue;
+            };
+            let Some((position, spec, name)) = next.next() else {
+                bail!("{program} printed a result nobody asked for: {text}");
+            };
+            if line.name != *name {
+                bail!("{program} printed {:?} where {name:?} was due", line.name);
+            }
+            let peak = accounting::peak_rss_of(pid);
+            accounting::reset_peak_rss_of(pid);
+            let (cpu_now, written_now) = (
+                accounting::cpu_seconds_of(pid),
+                accounting::bytes_written_of(pid),
+            );
+            let mut r = result(self.kind, spec, flags, &line, dir);
+            r.position = Some(*position);
+            r.peak_rss_bytes = peak;
+            r.cpu_seconds = cpu_now - cpu;
+            r.written_bytes = written_now.saturating_sub(written);
+            r.write_amplification =
+                (spec_writes(spec) && r.bytes > 0).then(|| r.written_bytes as f64 / r.bytes as f64);
+            (cpu, written) = (cpu_now, written_now);
+            results.push(r);
+        }
+        Ok(results)
     }
 }
 
@@ -419,16 +449,8 @@ fn result(kind: Program, spec: &Spec, flags: &Flags, line: &Line, dir: &Path) ->
         ops_per_sec: ops as f64 / seconds.max(1e-9),
         mb_per_sec: line.mb_per_sec,
         message: line.message.clone(),
-        latency_us: None,
-        peak_rss_bytes: 0,
         disk_bytes: accounting::disk_usage(dir),
-        written_bytes: 0,
-        write_amplification: None,
-        cpu_seconds: 0.0,
-        series: Vec::new(),
-        writer_ops_per_sec: None,
-        position: None,
-        counters: None,
+        ..BenchResult::default()
     }
 }
 

@@ -83,7 +83,7 @@ impl EngineCounters {
 }
 
 /// Every figure of one benchmark.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct BenchResult {
     /// The benchmark's name (`fillseq`, ...).
     pub name: String,
@@ -244,24 +244,12 @@ pub(crate) fn sample_run(engine: &str, round: usize, results: &[(&str, f64)]) ->
             .enumerate()
             .map(|(i, (name, micros))| BenchResult {
                 name: (*name).into(),
-                row: String::new(),
                 ops: 1,
-                bytes: 0,
                 seconds: 1.0,
                 micros_per_op: *micros,
                 ops_per_sec: 1e6 / micros,
-                mb_per_sec: None,
-                message: String::new(),
-                latency_us: None,
-                peak_rss_bytes: 0,
-                disk_bytes: 0,
-                written_bytes: 0,
-                write_amplification: None,
-                cpu_seconds: 0.0,
-                series: Vec::new(),
-                writer_ops_per_sec: None,
                 position: Some(i),
-                counters: None,
+                ..BenchResult::default()
             })
             .collect(),
         not_available: Vec::new(),
@@ -275,24 +263,11 @@ mod tests {
     fn result(name: &str, micros: f64, mb: Option<f64>, message: &str) -> BenchResult {
         BenchResult {
             name: name.into(),
-            row: String::new(),
             ops: 1,
-            bytes: 0,
-            seconds: 0.0,
             micros_per_op: micros,
-            ops_per_sec: 0.0,
             mb_per_sec: mb,
             message: message.into(),
-            latency_us: None,
-            peak_rss_bytes: 0,
-            disk_bytes: 0,
-            written_bytes: 0,
-            write_amplification: None,
-            cpu_seconds: 0.0,
-            series: Vec::new(),
-            writer_ops_per_sec: None,
-            position: None,
-            counters: None,
+            ..BenchResult::default()
         }
     }
 

@@ -460,7 +460,7 @@ impl<'a> Page<'a> {
             if let Some(m) = row.median_micros.get(HARNESS) {
                 let _ = write!(
                     h,
-                    "<span class=\"harness\">harness's own cost (the <code>null</code> engine): {} per operation</span> ",
+                    "<span class=\"harness\">harness's own cost (the <code>null</code> engine): {} µs per operation</span> ",
                     esc(&micros(*m))
                 );
             }
