@@ -6,8 +6,10 @@ use anyhow::Result;
 
 pub use crate::results::EngineCounters;
 
-/// How an engine is opened: memory budget, file layout, durability.
-#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+/// How an engine is opened: memory budget, file layout, durability. A field that a JSON file
+/// of an older version lacks reads as its default (zero, off), so old runs still draw.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct Settings {
     /// Block or page cache in bytes.
     pub cache_size: usize,

@@ -399,6 +399,22 @@ fn run_program_group(
 }
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("site") {
+        let Some(dir) = std::env::args().nth(2) else {
+            eprintln!("usage: strata-bench site DIR   (writes DIR/index.html: every run in DIR)");
+            return ExitCode::from(2);
+        };
+        return match report::site::run(std::path::Path::new(&dir)) {
+            Ok(index) => {
+                println!("index written to {}", index.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("strata-bench site: {e:#}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     if std::env::args().nth(1).as_deref() == Some("report") {
         let args = match report::Args::try_parse_from(std::env::args().skip(1)) {
             Ok(a) => a,

@@ -11,6 +11,7 @@
 
 mod charts;
 mod published;
+pub mod site;
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
