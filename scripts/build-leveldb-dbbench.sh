@@ -82,10 +82,14 @@ for f in "${sources[@]}" "$src/util/testutil.cc"; do
   g++ "${flags[@]}" -c "$f" -o "$o"
   objs+=("$o")
 done
-for program in db_bench:-lsnappy db_bench_sqlite3:-lsqlite3 db_bench_tree_db:-lkyotocabinet; do
-  name=${program%%:*}
+for name in db_bench db_bench_sqlite3 db_bench_tree_db; do
+  case "$name" in
+    db_bench_sqlite3) libs=(-lsnappy -lsqlite3) ;;
+    db_bench_tree_db) libs=(-lsnappy -lkyotocabinet) ;;
+    *) libs=(-lsnappy) ;;
+  esac
   g++ "${flags[@]}" -c "$src/benchmarks/$name.cc" -o "$out/obj/$name.o"
-  g++ "${flags[@]}" "${objs[@]}" "$out/obj/$name.o" -o "$out/$name" -lsnappy "${program#*:}"
+  g++ "${flags[@]}" "${objs[@]}" "$out/obj/$name.o" -o "$out/$name" "${libs[@]}"
 done
 {
   echo "LevelDB 1.23 benchmarks/ (db_bench, db_bench_sqlite3, db_bench_tree_db), Debian source package $(basename "$tarball")"

@@ -58,6 +58,17 @@ pub enum Kind {
     Sstables,
 }
 
+impl Kind {
+    /// True for the benchmarks that write (puts or deletes): their bytes written over user
+    /// bytes is a write amplification.
+    pub fn is_write(self) -> bool {
+        matches!(
+            self,
+            Kind::WriteSeq | Kind::WriteRandom | Kind::DeleteSeq | Kind::DeleteRandom
+        )
+    }
+}
+
 /// One benchmark, fully specified.
 #[derive(Debug, Clone)]
 pub struct Spec {
@@ -321,10 +332,7 @@ impl<'a> Runner<'a> {
             _ => String::new(),
         };
         let written = accounting::bytes_written().saturating_sub(written_before);
-        let is_write = matches!(
-            spec.kind,
-            Kind::WriteSeq | Kind::WriteRandom | Kind::DeleteSeq | Kind::DeleteRandom
-        );
+        let is_write = spec.kind.is_write();
         Ok(BenchResult {
             name: spec.name.clone(),
             row: spec.row.clone(),

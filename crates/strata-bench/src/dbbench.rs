@@ -7,8 +7,8 @@
 //! `scripts/build-leveldb-dbbench.sh` builds the three (LevelDB 1.23's `benchmarks/` from
 //! Debian's source package, `-O3 -DNDEBUG`; `db_bench` seeded `1000 + thread` as the 2011
 //! page's was, plus a `--compression` flag; the other two as shipped) into
-//! `target/leveldb-dbbench/`. A group of benchmarks runs as one process of a program, `--benchmarks=a,b,c` with the group's flags, exactly as db_bench
-//! is used by hand: the database stays open from one benchmark to the next, as it does for
+//! `target/leveldb-dbbench/`. A group of benchmarks runs as one process of a program,
+//! `--benchmarks=a,b,c` with the group's flags, exactly as db_bench is used by hand: the database stays open from one benchmark to the next, as it does for
 //! every other engine. Its result lines are read as they come; at each line the process's
 //! peak memory, bytes written and CPU time are read from `/proc` (and the peak reset), and
 //! the database directory is measured, so its rows carry the same accounting as the
@@ -64,6 +64,15 @@ impl Program {
             Program::LevelDb => "db_bench",
             Program::Sqlite3 => "db_bench_sqlite3",
             Program::TreeDb => "db_bench_tree_db",
+        }
+    }
+
+    /// The threads it runs a benchmark on: `--threads` for db_bench; the SQLite3 and TreeDB
+    /// programs have one.
+    fn threads(self, flags: &Flags) -> usize {
+        match self {
+            Program::LevelDb => flags.threads.max(1),
+            Program::Sqlite3 | Program::TreeDb => 1,
         }
     }
 
@@ -270,8 +279,8 @@ impl DbBench {
             r.peak_rss_bytes = peak;
             r.cpu_seconds = cpu_now - cpu;
             r.written_bytes = written_now.saturating_sub(written);
-            r.write_amplification =
-                (spec_writes(spec) && r.bytes > 0).then(|| r.written_bytes as f64 / r.bytes as f64);
+            r.write_amplification = (spec.kind.is_write() && r.bytes > 0)
+                .then(|| r.written_bytes as f64 / r.bytes as f64);
             (cpu, written) = (cpu_now, written_now);
             results.push(r);
         }
@@ -337,6 +346,7 @@ fn arguments(kind: Program, flags: &Flags, names: &[&str], dir: &Path) -> Vec<St
     }
     let mut a = vec![
         format!("--benchmarks={list}"),
+        format!("--db={}", dir.display()),
         format!("--num={}", flags.num),
         format!("--value_size={}", flags.value_size),
         format!("--compression_ratio={}", flags.compression_ratio),
@@ -354,7 +364,6 @@ fn arguments(kind: Program, flags: &Flags, names: &[&str], dir: &Path) -> Vec<St
     }
     match kind {
         Program::LevelDb => a.extend([
-            format!("--db={}", dir.display()),
             format!("--threads={}", flags.threads.max(1)),
             format!("--compression={}", u8::from(flags.compression)),
             format!("--write_buffer_size={}", flags.write_buffer_size),
@@ -366,12 +375,10 @@ fn arguments(kind: Program, flags: &Flags, names: &[&str], dir: &Path) -> Vec<St
         ]),
         // SQLite's page cache is pages of 1 KiB: the budget in pages.
         Program::Sqlite3 => a.extend([
-            format!("--db={}", dir.display()),
             "--page_size=1024".to_string(),
             format!("--num_pages={}", (flags.cache_size / 1024).max(1)),
         ]),
         Program::TreeDb => a.extend([
-            format!("--db={}", dir.display()),
             "--page_size=1024".to_string(),
             format!("--cache_size={}", flags.cache_size),
             format!("--compression={}", u8::from(flags.compression)),
@@ -404,23 +411,13 @@ pub fn parse_line(text: &str) -> Option<Line> {
     })
 }
 
-fn spec_writes(spec: &Spec) -> bool {
-    matches!(
-        spec.kind,
-        crate::bench::Kind::WriteSeq
-            | crate::bench::Kind::WriteRandom
-            | crate::bench::Kind::DeleteSeq
-            | crate::bench::Kind::DeleteRandom
-    )
-}
-
 /// How many operations the program counts for `spec` (its own rules, which the suite's
 /// per-row sizes do not change).
 fn program_ops(kind: Program, spec: &Spec, flags: &Flags) -> u64 {
-    let threads = flags.threads.max(1) as u64;
+    let threads = kind.threads(flags) as u64;
     match (kind, spec.name.as_str()) {
         (Program::LevelDb, "fillsync") | (_, "fill100K") => (flags.num / 1000).max(1) * threads,
-        (_, "fillsync") => (flags.num / 100).max(1),
+        (_, "fillsync") => (flags.num / 100).max(1) * threads,
         (_, "compact") => 1,
         (
             _,
@@ -434,7 +431,7 @@ fn program_ops(kind: Program, spec: &Spec, flags: &Flags) -> u64 {
 /// The harness's result for one db_bench line; the caller adds the accounting.
 fn result(kind: Program, spec: &Spec, flags: &Flags, line: &Line, dir: &Path) -> BenchResult {
     let ops = program_ops(kind, spec, flags);
-    let threads = flags.threads.max(1) as f64;
+    let threads = kind.threads(flags) as f64;
     let seconds = line.micros_per_op * ops as f64 / 1e6 / threads;
     let bytes = line
         .mb_per_sec

@@ -53,7 +53,7 @@ const PEERS: &[&str] = &[
 enum Column {
     /// Driven through the engine seam.
     Engine(&'static dyn EngineKind),
-    /// LevelDB's own db_bench, one process per group.
+    /// One of the LevelDB page's own benchmark programs, one process per group.
     DbBench(dbbench::DbBench),
 }
 

@@ -2,8 +2,9 @@
 //! (`.kct`) tuned as the LevelDB page's `db_bench_tree_db` did: TSMALL and TLINEAR
 //! (`opts=sl`), LZO compression when compression is on (`opts=c`, `zcomp=lzo`: raw LZO, as
 //! that program's `LZOCompressor<LZO::RAW>`; Debian's build links liblzo2), 1 KiB pages
-//! (`psiz=1024`), a 256 MiB memory map (`msiz`) and a page cache of the settings' size. TreeDB has no atomic batches (n/a, as on
-//! the page) and no compaction to ask for (n/a). A synced write syncs the file (`kcdbsync`).
+//! (`psiz=1024`), a 256 MiB memory map (`msiz`) and a page cache of the settings' size.
+//! TreeDB has no atomic batches (n/a, as on the page) and no compaction to ask for (n/a). A
+//! synced write syncs the file (`kcdbsync`).
 
 #![allow(unsafe_code, reason = "foreign calls into the Kyoto Cabinet C library")]
 

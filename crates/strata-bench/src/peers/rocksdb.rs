@@ -1,9 +1,9 @@
 //! RocksDB through its C API: leveled compaction, Snappy per the settings, an LRU block
 //! cache and write buffer of the settings' sizes, table files of `max_file_size`. The
-//! library is a release build of RocksDB 10.10 (`scripts/fetch-rocksdb-release.sh`,
-//! linked when `STRATA_BENCH_ROCKSDB_DIR` names it at build time, as `make bench` does)
-//! or, failing that, Debian's 7.8, built with assertions on, which slows it; the version
-//! string says which.
+//! library is Debian's 7.8, built with assertions on, which slows it; or, when
+//! `STRATA_BENCH_ROCKSDB_DIR` names it at build time, the release build of RocksDB 10.10
+//! that `scripts/fetch-rocksdb-release.sh` fetches (not what `make bench` uses: see
+//! `docs/results/2026-11-25-rocksdb-release/`). The version string says which.
 //!
 //! The C API is declared here, only the calls used; every `unsafe` block passes pointers this
 //! module created and keeps alive.

@@ -66,6 +66,23 @@ struct Page<'a> {
     rows: Vec<SummaryRow>,
 }
 
+/// Strata's own columns (`strata`, `strata-blob`): not peers.
+fn is_strata(engine: &str) -> bool {
+    engine.starts_with("strata")
+}
+
+/// The machine as the pages describe it, escaped: `cpu (2 cores, 24 GiB, ext4, Linux 6.1)`.
+fn machine_text(m: &crate::accounting::Machine) -> String {
+    format!(
+        "{} ({} cores, {:.0} GiB, {}, Linux {})",
+        esc(&m.cpu),
+        m.cores,
+        m.memory as f64 / (1u64 << 30) as f64,
+        esc(&m.filesystem),
+        esc(&m.kernel)
+    )
+}
+
 fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
@@ -143,7 +160,7 @@ impl<'a> Page<'a> {
     fn peers(&self) -> usize {
         self.engines
             .iter()
-            .filter(|e| !e.starts_with("strata") && *e != HARNESS)
+            .filter(|e| !is_strata(e) && *e != HARNESS)
             .count()
     }
 
@@ -305,29 +322,24 @@ impl<'a> Page<'a> {
             let Some(&(fastest, _)) = ranked.first() else {
                 continue;
             };
-            let best_peer = ranked.iter().find(|(e, _)| !e.starts_with("strata"));
+            let best_peer = ranked.iter().find(|(e, _)| !is_strata(e));
             let label = if r.row.is_empty() {
                 format!("{} ({})", r.benchmark, r.group)
             } else {
                 format!("{} {}", r.row, r.benchmark)
             };
-            let standing = match best_peer {
-                Some((peer, _)) => {
-                    let ratio = r.paired.get(*peer).map(|p| p.median);
-                    match ratio {
-                        Some(x) if x >= 1.0 => ahead.push(label.clone()),
-                        Some(_) => behind.push(label.clone()),
-                        None => {}
-                    }
-                    match ratio {
-                        Some(x) => format!(
-                            "<td>{}</td><td class=\"{}\">{x:.2}</td>",
-                            esc(peer),
-                            if x >= 1.0 { "ahead" } else { "behind" }
-                        ),
-                        None => format!("<td>{}</td><td class=\"na\">-</td>", esc(peer)),
-                    }
+            let standing = match best_peer.map(|(peer, _)| (peer, r.paired.get(*peer))) {
+                Some((peer, Some(p))) => {
+                    let ahead_of_it = p.median >= 1.0;
+                    if ahead_of_it { &mut ahead } else { &mut behind }.push(label.clone());
+                    format!(
+                        "<td>{}</td><td class=\"{}\">{:.2}</td>",
+                        esc(peer),
+                        if ahead_of_it { "ahead" } else { "behind" },
+                        p.median
+                    )
                 }
+                Some((peer, None)) => format!("<td>{}</td><td class=\"na\">-</td>", esc(peer)),
                 None => "<td class=\"na\">-</td><td class=\"na\">-</td>".to_string(),
             };
             let _ = write!(
@@ -370,12 +382,11 @@ impl<'a> Page<'a> {
             t = esc(&title),
             css = CSS
         );
-        let m = &doc.machine;
         let _ = write!(
             h,
-            "<p class=\"lede\">Strata and {peers} peer{ps} through the same <code>strata-bench</code> \
-             workloads, one engine after another, {rounds}. Run {date} on {cpu} ({cores} cores, \
-             {mem:.0} GiB, {fs}, Linux {kernel}).</p>",
+            "<p class=\"lede\">Strata and {peers} peer{ps} through the same \
+             <code>strata-bench</code> workloads, one engine after another, {rounds}. Run {date} \
+             on {machine}.</p>",
             peers = self.peers(),
             ps = if self.peers() == 1 { "" } else { "s" },
             rounds = if self.rounds() == 1 {
@@ -388,18 +399,15 @@ impl<'a> Page<'a> {
                 )
             },
             date = esc(&utc(doc.started_unix)),
-            cpu = esc(&m.cpu),
-            cores = m.cores,
-            mem = m.memory as f64 / (1u64 << 30) as f64,
-            fs = esc(&m.filesystem),
-            kernel = esc(&m.kernel),
+            machine = machine_text(&doc.machine),
         );
         h.push_str(
             "<p class=\"how\">Bars are operations per second (entries per second for batches): \
              longer is better; a compaction's bars are the seconds it took: shorter is better. \
              The harness's own cost per operation (the <code>null</code> engine) is stated under \
              each chart, never drawn; the fillsync chart's dashed line is what the disk gives to \
-             an append and <code>fdatasync</code> of 100 bytes, no engine involved. <span class=\"strata\">Strata</span> is red. Beside each peer, \
+             an append and <code>fdatasync</code> of 100 bytes, no engine involved. \
+             <span class=\"strata\">Strata</span> is red. Beside each peer, \
              <b>x</b> is that engine's time per operation divided by Strata's: \
              <span class=\"ahead\">above 1, Strata is faster</span>; \
              <span class=\"behind\">below 1, the peer is</span>. Grey bars are the figures \

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::{CSS, esc, utc};
+use super::{CSS, esc, machine_text, utc};
 use crate::accounting::Machine;
 
 /// What the index needs of a page's `--json` file: its header, read alone, so files from
@@ -38,22 +38,17 @@ enum Entry {
 
 /// The page drawn from `doc`: what it says about its run.
 fn detail(doc: &Header) -> String {
-    let m = &doc.machine;
     format!(
-        "{}, commit {}, <code>{}</code>; {} ({} cores, {:.0} GiB, {}, Linux {})",
+        "{}, commit {}, <code>{}</code>; {}",
         esc(&utc(doc.started_unix)),
         esc(doc.commit.as_deref().unwrap_or("unknown")),
         esc(&doc.args.join(" ")),
-        esc(&m.cpu),
-        m.cores,
-        m.memory as f64 / (1u64 << 30) as f64,
-        esc(&m.filesystem),
-        esc(&m.kernel)
+        machine_text(&doc.machine)
     )
 }
 
 /// The header of a page folder's `--json` file, if it has one.
-fn page_document(folder: &Path) -> Option<Header> {
+fn page_header(folder: &Path) -> Option<Header> {
     let mut jsons: Vec<PathBuf> = std::fs::read_dir(folder)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -80,7 +75,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         if path.join("index.html").is_file()
-            && let Some(doc) = page_document(&path)
+            && let Some(doc) = page_header(&path)
         {
             out.push(Entry::Published {
                 suite: doc.suite.clone().unwrap_or_else(|| "benchmarks".into()),

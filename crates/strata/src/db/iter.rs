@@ -124,13 +124,8 @@ impl DbIterator {
                         skipping = true;
                     }
                     ValueType::Value | ValueType::BlobRef => {
-                        let hidden = skipping
-                            && self
-                                .version
-                                .order
-                                .user()
-                                .compare(p.user_key, &self.saved_key)
-                                .is_le();
+                        let hidden =
+                            skipping && self.order().compare(p.user_key, &self.saved_key).is_le();
                         if !hidden {
                             self.valid = true;
                             self.saved_key.clear();
