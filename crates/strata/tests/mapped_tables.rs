@@ -1,12 +1,14 @@
 //! Tables read through memory maps (`Options::mmap_reads`, on by default with the real
 //! filesystem): the same answers as `pread`, and a table damaged or cut short while the
-//! database was closed gives an error, never a crash or a wrong value.
+//! database was closed gives an error, never a crash or a wrong value. Each test runs with
+//! Snappy blocks (read from the map and uncompressed) and with uncompressed blocks (read
+//! in place, not cached).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::{Path, PathBuf};
 
-use strata::{Db, Options};
+use strata::{Compression, Db, Options};
 
 const KEYS: usize = 3000;
 
@@ -18,18 +20,21 @@ fn value(i: usize) -> Vec<u8> {
     format!("value{i:06}-").repeat(8).into_bytes()
 }
 
-fn options(mmap_reads: bool) -> Options {
+const COMPRESSIONS: [Compression; 2] = [Compression::Snappy, Compression::None];
+
+fn options(mmap_reads: bool, compression: Compression) -> Options {
     Options {
         create_if_missing: true,
         mmap_reads,
+        compression,
         write_buffer_size: 64 << 10,
         ..Options::default()
     }
 }
 
 /// A closed database whose keys all sit in tables; returns its tables, largest first.
-fn with_tables(dir: &Path) -> Vec<PathBuf> {
-    let db = Db::open(dir, options(true)).unwrap();
+fn with_tables(dir: &Path, compression: Compression) -> Vec<PathBuf> {
+    let db = Db::open(dir, options(true, compression)).unwrap();
     for i in 0..KEYS {
         db.put(key(i), value(i)).unwrap();
     }
@@ -47,10 +52,16 @@ fn with_tables(dir: &Path) -> Vec<PathBuf> {
 
 #[test]
 fn mapped_and_read_tables_answer_alike() {
+    for compression in COMPRESSIONS {
+        mapped_and_read_tables_answer_alike_with(compression);
+    }
+}
+
+fn mapped_and_read_tables_answer_alike_with(compression: Compression) {
     let dir = tempfile::tempdir().unwrap();
-    with_tables(dir.path());
+    with_tables(dir.path(), compression);
     let scan = |mmap: bool| {
-        let db = Db::open(dir.path(), options(mmap)).unwrap();
+        let db = Db::open(dir.path(), options(mmap, compression)).unwrap();
         for i in (0..KEYS).step_by(7) {
             assert_eq!(db.get(key(i)).unwrap(), Some(value(i)), "mmap {mmap}");
         }
@@ -86,11 +97,15 @@ fn a_table_damaged_or_cut_while_closed_is_an_error_never_a_crash() {
             std::fs::write(p, b).unwrap();
         }),
     ];
-    for (what, damage) in damages {
+    for (compression, (what, damage)) in COMPRESSIONS
+        .into_iter()
+        .flat_map(|c| damages.iter().map(move |d| (c, d)))
+    {
+        let what = format!("{what} ({compression:?})");
         let dir = tempfile::tempdir().unwrap();
-        let tables = with_tables(dir.path());
+        let tables = with_tables(dir.path(), compression);
         damage(&tables[0]);
-        let db = match Db::open(dir.path(), options(true)) {
+        let db = match Db::open(dir.path(), options(true, compression)) {
             Ok(db) => db,
             Err(_) => continue, // refusing to open is an error, as wanted
         };
@@ -104,6 +119,30 @@ fn a_table_damaged_or_cut_while_closed_is_an_error_never_a_crash() {
         assert!(errors > 0, "{what}: no read saw the damage");
         assert!(db.verify().is_err(), "{what}: verify found nothing");
     }
+}
+
+/// A value read in place from an uncompressed block stays readable after compaction has
+/// deleted its table and the table cache has closed it: it keeps the map.
+#[test]
+fn values_read_in_place_outlive_their_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let tables = with_tables(dir.path(), Compression::None);
+    let db = Db::open(dir.path(), options(true, Compression::None)).unwrap();
+    let pinned: Vec<_> = (0..KEYS)
+        .step_by(97)
+        .map(|i| (i, db.get_pinned(key(i)).unwrap().unwrap()))
+        .collect();
+    for i in 0..KEYS {
+        db.put(key(i), b"new").unwrap();
+    }
+    db.compact_range(None, None).unwrap();
+    for t in &tables {
+        assert!(!t.exists(), "{} still there", t.display());
+    }
+    for (i, v) in &pinned {
+        assert_eq!(&v[..], &value(*i)[..]);
+    }
+    assert_eq!(db.get(key(10)).unwrap().as_deref(), Some(&b"new"[..]));
 }
 
 fn cut(path: &Path, to: fn(u64) -> u64) {

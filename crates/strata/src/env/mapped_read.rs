@@ -11,9 +11,14 @@
 //! next read of a lost page stops the process with `SIGBUS` (`docs/durability.md`,
 //! limits). Deleting a mapped table is fine: the map keeps its pages until it is dropped.
 //!
+//! A block stored uncompressed can be read in place ([`MappedBytes`]): it shares the map,
+//! which stays until the file and the last such block are gone, so a block a reader
+//! holds stays readable even after its table is closed or deleted.
+//!
 //! Invariants:
-//! - R1 `ptr` maps file bytes `[0, len)` read-only for the whole life of the value and is
-//!   unmapped exactly once, in `Drop`.
+//! - R1 `ptr` maps file bytes `[0, len)` read-only for the whole life of the `Map` (shared
+//!   by the file and every `MappedBytes` cut from it) and is unmapped exactly once, in
+//!   `Drop`.
 //! - R2 nothing writes through the map (it is mapped `PROT_READ`), so the shared slices
 //!   handed out never change under a reader while the file is left alone.
 //!
@@ -26,24 +31,80 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
+use std::sync::Arc;
 
 use rustix::mm::{MapFlags, ProtFlags};
 
 use super::RandomAccessFile;
 use crate::error::{Error, Result};
 
-/// A whole file mapped read-only.
-pub(super) struct MappedRead {
+/// A whole file mapped read-only: shared by its [`MappedRead`] and every
+/// [`MappedBytes`] cut from it, unmapped when the last of them is dropped.
+struct Map {
     ptr: NonNull<u8>,
     len: usize,
-    path: PathBuf,
 }
 
 // SAFETY: the map is read-only (R2) and lives as long as the value (R1): sharing the
 // pointer between threads shares nothing but reads of bytes that do not change.
-unsafe impl Send for MappedRead {}
+unsafe impl Send for Map {}
 // SAFETY: as above; `&self` methods only read through the map.
-unsafe impl Sync for MappedRead {}
+unsafe impl Sync for Map {}
+
+impl Map {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `ptr` maps `len` readable bytes for as long as `self` lives (R1), and
+        // nothing writes them (R2), so a shared slice tied to `&self` is sound.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
+    }
+}
+
+impl Drop for Map {
+    fn drop(&mut self) {
+        // SAFETY: `ptr`/`len` came from `mmap` and are unmapped only here, once (R1); no
+        // slice into the map outlives `&self`, so none is left.
+        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+/// A whole table file mapped read-only.
+pub(super) struct MappedRead {
+    map: Arc<Map>,
+    path: PathBuf,
+}
+
+/// A range of a mapped file's bytes that keeps the map alive: a block read in place
+/// outlives neither its bytes nor, through them, anything else (R1).
+#[derive(Clone)]
+pub struct MappedBytes {
+    map: Arc<Map>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for MappedBytes {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        // In range: `MappedRead::map_range` checked `start <= end <= len`.
+        self.map.bytes().get(self.start..self.end).unwrap_or(&[])
+    }
+}
+
+impl MappedBytes {
+    /// The first `len` bytes of the range (all of them when it is shorter).
+    pub fn prefix(mut self, len: usize) -> MappedBytes {
+        self.end = self.end.min(self.start.saturating_add(len));
+        self
+    }
+}
+
+impl std::fmt::Debug for MappedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "MappedBytes({}..{})", self.start, self.end)
+    }
+}
 
 impl MappedRead {
     /// Maps `file` (at `path`) whole. `None` for an empty file, which has nothing to map
@@ -73,24 +134,13 @@ impl MappedRead {
         let ptr = NonNull::new(ptr.cast::<u8>())
             .ok_or_else(|| io_err("mmap", std::io::Error::other("null mapping")))?;
         Ok(Some(MappedRead {
-            ptr,
-            len,
+            map: Arc::new(Map { ptr, len }),
             path: path.to_path_buf(),
         }))
     }
 
     fn bytes(&self) -> &[u8] {
-        // SAFETY: `ptr` maps `len` readable bytes for as long as `self` lives (R1), and
-        // nothing writes them (R2), so a shared slice tied to `&self` is sound.
-        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
-    }
-}
-
-impl Drop for MappedRead {
-    fn drop(&mut self) {
-        // SAFETY: `ptr`/`len` came from `mmap` and are unmapped only here, once (R1); no
-        // slice into the map outlives `&self`, so none is left.
-        let _ = unsafe { rustix::mm::munmap(self.ptr.as_ptr().cast(), self.len) };
+        self.map.bytes()
     }
 }
 
@@ -108,13 +158,23 @@ impl RandomAccessFile for MappedRead {
     fn mapped(&self) -> Option<&[u8]> {
         Some(self.bytes())
     }
+
+    fn map_range(&self, offset: u64, len: usize) -> Option<MappedBytes> {
+        let start = usize::try_from(offset).ok()?;
+        let end = start.checked_add(len).filter(|&e| e <= self.map.len)?;
+        Some(MappedBytes {
+            map: Arc::clone(&self.map),
+            start,
+            end,
+        })
+    }
 }
 
 impl std::fmt::Debug for MappedRead {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MappedRead")
             .field("path", &self.path)
-            .field("len", &self.len)
+            .field("len", &self.map.len)
             .finish()
     }
 }

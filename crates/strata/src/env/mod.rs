@@ -28,6 +28,7 @@ use std::sync::Arc;
 pub use crash::{CrashEnv, Damage, Event, Trace};
 pub use disk::DiskEnv;
 pub use fault::{Call, Fault, FaultEnv};
+pub use mapped_read::MappedBytes;
 pub use mem::MemEnv;
 
 use crate::error::Result;
@@ -46,6 +47,13 @@ pub trait RandomAccessFile: Send + Sync {
     /// place instead of copying them out with [`RandomAccessFile::read_at`]. `None` by
     /// default.
     fn mapped(&self) -> Option<&[u8]> {
+        None
+    }
+    /// Bytes `[offset, offset + len)` of a mapped file as a value that keeps the map alive
+    /// (a block read in place); `None` when the file is not mapped or the range runs past
+    /// its end. `None` by default.
+    fn map_range(&self, offset: u64, len: usize) -> Option<MappedBytes> {
+        let _ = (offset, len);
         None
     }
 }

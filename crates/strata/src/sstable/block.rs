@@ -25,6 +25,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::coding::{decode_fixed32, decode_varint32};
+use crate::env::MappedBytes;
 use crate::error::{Error, Result};
 use crate::iter::Cursor;
 use crate::key::{KeyOrder, user_key};
@@ -32,7 +33,7 @@ use crate::key::{KeyOrder, user_key};
 /// A decoded block: its bytes and where its restart array starts.
 #[derive(Debug)]
 pub struct Block {
-    data: Vec<u8>,
+    data: Bytes,
     /// Offset of the restart array; entries live in `data[..restarts]`.
     restarts: usize,
     num_restarts: usize,
@@ -42,6 +43,26 @@ pub struct Block {
     /// user key shares, 8 to a word (zero-padded).
     fences: Vec<u64>,
     fence_skip: usize,
+}
+
+/// A block's bytes: its own (read, uncompressed or copied out), or a range of a mapped
+/// table file read in place (a block stored uncompressed; see `env/mapped_read.rs`).
+#[derive(Debug)]
+enum Bytes {
+    Owned(Vec<u8>),
+    Mapped(MappedBytes),
+}
+
+impl std::ops::Deref for Bytes {
+    type Target = [u8];
+
+    #[inline]
+    fn deref(&self) -> &[u8] {
+        match self {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped(m) => m,
+        }
+    }
 }
 
 /// Where fences place a target among a block's restart keys.
@@ -69,13 +90,27 @@ fn word_at(key: &[u8], at: usize) -> u64 {
 }
 
 impl Block {
-    /// The block's bytes, for reuse as the buffer of another block.
+    /// The block's bytes, for reuse as the buffer of another block (nothing for a block
+    /// read in place).
     pub fn into_data(self) -> Vec<u8> {
-        self.data
+        match self.data {
+            Bytes::Owned(v) => v,
+            Bytes::Mapped(_) => Vec::new(),
+        }
     }
 
     /// Checks the block's trailer and restart array.
     pub fn new(data: Vec<u8>) -> Result<Self> {
+        Self::from_bytes(Bytes::Owned(data))
+    }
+
+    /// [`Block::new`] over bytes of a mapped table read in place (no fences: such a block
+    /// is not cached, so it is searched once or scanned).
+    pub fn in_place(data: MappedBytes) -> Result<Self> {
+        Self::from_bytes(Bytes::Mapped(data))
+    }
+
+    fn from_bytes(data: Bytes) -> Result<Self> {
         let n = data.len();
         let num_restarts = n
             .checked_sub(4)

@@ -11,7 +11,7 @@ use std::cell::RefCell;
 
 use crate::checksum;
 use crate::coding::{Decoder, decode_fixed32, decode_fixed64, put_fixed64, put_varint64};
-use crate::env::RandomAccessFile;
+use crate::env::{MappedBytes, RandomAccessFile};
 use crate::error::{Error, Result};
 
 /// LevelDB's table magic number.
@@ -219,6 +219,51 @@ pub fn read_block_into(
     })
 }
 
+/// Checks the CRC in the trailer of `stored` (the block at `handle` followed by its
+/// trailer, `handle.size + BLOCK_TRAILER_SIZE` bytes).
+fn check_trailer(file_name: &str, handle: BlockHandle, stored: &[u8]) -> Result<()> {
+    let size = handle.size as usize;
+    let ty = stored[size];
+    let crc = checksum::unmask(decode_fixed32(&stored[size + 1..]).unwrap_or(0));
+    let actual = checksum::extend(checksum::crc32c(&stored[..size]), &[ty]);
+    if crc != actual {
+        return Err(Error::corruption(
+            file_name,
+            handle.offset,
+            format!("block checksum mismatch: stored {crc:#010x}, computed {actual:#010x}"),
+        ));
+    }
+    Ok(())
+}
+
+/// The block at `handle` as bytes of the mapped `file`, read in place, its trailer
+/// checked when `verify_checksum`: `Ok(None)` when the file is not mapped, the block is
+/// compressed or its handle runs past the map (a caller then reads it with
+/// [`read_block_into`], which says what is wrong).
+pub fn read_block_in_place(
+    file: &dyn RandomAccessFile,
+    file_name: &str,
+    handle: BlockHandle,
+    verify_checksum: bool,
+) -> Result<Option<MappedBytes>> {
+    let Some(size) = usize::try_from(handle.size).ok() else {
+        return Ok(None);
+    };
+    let Some(stored) = size
+        .checked_add(BLOCK_TRAILER_SIZE)
+        .and_then(|n| file.map_range(handle.offset, n))
+    else {
+        return Ok(None);
+    };
+    if stored[size] != 0 {
+        return Ok(None);
+    }
+    if verify_checksum {
+        check_trailer(file_name, handle, &stored)?;
+    }
+    Ok(Some(stored.prefix(size)))
+}
+
 /// Checks the trailer of `stored` (the block at `handle` followed by its trailer) when
 /// `verify_checksum`, and returns the block's contents, uncompressed.
 fn decode_block(
@@ -232,13 +277,7 @@ fn decode_block(
     let size = handle.size as usize;
     let ty = stored[size];
     if verify_checksum {
-        let crc = checksum::unmask(decode_fixed32(&stored[size + 1..]).unwrap_or(0));
-        let actual = checksum::extend(checksum::crc32c(&stored[..size]), &[ty]);
-        if crc != actual {
-            return Err(located(format!(
-                "block checksum mismatch: stored {crc:#010x}, computed {actual:#010x}"
-            )));
-        }
+        check_trailer(file_name, handle, stored)?;
     }
     match ty {
         0 => {

@@ -23,6 +23,7 @@ mod filter_block;
 pub mod format;
 mod table;
 mod table_builder;
+mod verified;
 
 pub use block::{Block, BlockIter, BlockSlice};
 pub use block_builder::BlockBuilder;

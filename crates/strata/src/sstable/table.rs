@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter, BlockSlice};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
+use super::verified::Verified;
 use crate::cache::BlockCache;
 use crate::env::RandomAccessFile;
 use crate::error::{Error, Result};
@@ -85,6 +86,8 @@ pub struct Table {
     metaindex: BlockHandle,
     /// The shared block cache and this table's id in it.
     cache: Option<(Arc<BlockCache>, u64)>,
+    /// For a mapped file: the data blocks already checked (`verified.rs`, T4).
+    verified: Option<Verified>,
 }
 
 impl std::fmt::Debug for Table {
@@ -125,6 +128,7 @@ impl Table {
             Self::decode_block(&format.order, index_bytes)
                 .map_err(|e| e.located(name, footer.index.offset))?,
         );
+        let verified = file.mapped().map(|_| Verified::new(&index));
         let mut table = Table {
             file,
             name: name.to_string(),
@@ -134,6 +138,7 @@ impl Table {
             order: format.order.clone(),
             metaindex: footer.metaindex,
             cache: None,
+            verified,
         };
         if let Some(policy) = &format.filter {
             table.filter = table.read_filter(policy)?;
@@ -203,9 +208,26 @@ impl Table {
         }
     }
 
-    /// The data block at `handle`: from the block cache when it is there, otherwise read,
-    /// decoded and (with a cache and `reads.fill_cache`) inserted.
+    /// The data block at `handle`. A block of a mapped file stored uncompressed is read in
+    /// place and not cached (as LevelDB does: the map is as fast as the cache and costs
+    /// no copy). Any other comes from the block cache when it is there, or is read,
+    /// decoded and (with a cache and `reads.fill_cache`) inserted. A mapped file's block
+    /// is checked at its first verified read only (`verified.rs`).
     pub fn read_block(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
+        let check = reads.verify_checksums
+            && !self
+                .verified
+                .as_ref()
+                .is_some_and(|v| v.contains(handle.offset));
+        if self.verified.is_some()
+            && let Some(bytes) =
+                format::read_block_in_place(self.file.as_ref(), &self.name, handle, check)?
+        {
+            self.checked(handle, check);
+            return Block::in_place(bytes)
+                .map(Arc::new)
+                .map_err(|e| e.located(&self.name, handle.offset));
+        }
         if let Some((cache, id)) = &self.cache
             && let Some(block) = cache.get(*id, handle.offset)
         {
@@ -221,9 +243,10 @@ impl Table {
             &self.name,
             self.size,
             handle,
-            reads.verify_checksums,
+            check,
             buffer,
         )?;
+        self.checked(handle, check);
         let block = Self::decode_block(&self.order, data)
             .map(Arc::new)
             .map_err(|e| e.located(&self.name, handle.offset))?;
@@ -236,6 +259,13 @@ impl Table {
             cache.insert(*id, handle.offset, Arc::clone(&block));
         }
         Ok(block)
+    }
+
+    /// Records that the block at `handle` passed its check, if `checked` (T4).
+    fn checked(&self, handle: BlockHandle, checked: bool) {
+        if checked && let Some(v) = &self.verified {
+            v.insert(handle.offset);
+        }
     }
 
     /// The first entry at or after `ikey` in the data block that would hold it; `None`

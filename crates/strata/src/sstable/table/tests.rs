@@ -187,3 +187,47 @@ fn block_cache_serves_repeated_reads() {
         "same block: served from the cache"
     );
 }
+
+/// A mapped table (the real filesystem): uncompressed blocks are read in place and never
+/// cached, Snappy blocks are uncompressed into the cache; damage is found either way.
+#[test]
+fn mapped_tables_read_uncompressed_blocks_in_place() {
+    use crate::env::{DiskEnv, Env};
+    let dir = tempfile::tempdir().unwrap();
+    for (compression, cached) in [(Compression::None, false), (Compression::Snappy, true)] {
+        for damaged in [false, true] {
+            let mut bytes = build(3000, options(compression, Some(10), 4096));
+            if damaged {
+                bytes[10] ^= 0x04; // the first data block
+            }
+            let path = dir.path().join(format!("{compression:?}-{damaged}.ldb"));
+            std::fs::write(&path, &bytes).unwrap();
+            let file = DiskEnv::new().new_table_reader(&path).unwrap();
+            assert!(file.mapped().is_some());
+            let cache = crate::cache::BlockCache::new(1 << 20);
+            let t = Table::open(
+                file,
+                "m.ldb",
+                bytes.len() as u64,
+                &crate::sstable::TableFormat::leveldb(),
+            )
+            .unwrap()
+            .with_cache(Arc::clone(&cache));
+            for round in 0..2 {
+                let got = t.get_version_pinned(&ikey(0, 100), BlockReads::CHECKED_CACHED);
+                if damaged {
+                    let err = got.unwrap_err();
+                    assert!(err.is_corruption(), "{compression:?} round {round}: {err}");
+                } else {
+                    assert_eq!(&got.unwrap().unwrap().1[..], &value(0)[..]);
+                }
+            }
+            let used = cache.usage() > 0;
+            assert_eq!(
+                used,
+                cached && !damaged,
+                "{compression:?} damaged {damaged}"
+            );
+        }
+    }
+}
