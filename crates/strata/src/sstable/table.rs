@@ -9,9 +9,9 @@ use std::sync::Arc;
 use super::block::{Block, BlockIter, BlockSlice};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
-use super::verified::Verified;
+use super::verified::{Stored, Verified};
 use crate::cache::BlockCache;
-use crate::env::RandomAccessFile;
+use crate::env::{MappedBytes, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::iter::{Cursor, Parts, TwoLevel};
@@ -212,22 +212,56 @@ impl Table {
     /// place and not cached (as LevelDB does: the map is as fast as the cache and costs
     /// no copy). Any other comes from the block cache when it is there, or is read,
     /// decoded and (with a cache and `reads.fill_cache`) inserted. A mapped file's block
-    /// is checked at its first verified read only (`verified.rs`).
+    /// is checked at its first verified read only, which also records how it is stored,
+    /// so later reads go straight to the map or the cache (`verified.rs`, T4).
     pub fn read_block(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
-        let check = reads.verify_checksums
-            && !self
-                .verified
-                .as_ref()
-                .is_some_and(|v| v.contains(handle.offset));
-        if self.verified.is_some()
-            && let Some(bytes) =
-                format::read_block_in_place(self.file.as_ref(), &self.name, handle, check)?
-        {
-            self.checked(handle, check);
-            return Block::in_place(bytes)
-                .map(Arc::new)
-                .map_err(|e| e.located(&self.name, handle.offset));
+        let Some(marks) = &self.verified else {
+            return self.read_block_cached(handle, reads, reads.verify_checksums);
+        };
+        match marks.get(handle.offset) {
+            Some(Stored::Plain) => match usize::try_from(handle.size)
+                .ok()
+                .and_then(|size| self.file.map_range(handle.offset, size))
+            {
+                Some(bytes) => self.in_place(handle, bytes),
+                None => self.read_block_cached(handle, reads, false),
+            },
+            Some(Stored::Compressed) => self.read_block_cached(handle, reads, false),
+            None => {
+                let check = reads.verify_checksums;
+                if let Some(bytes) =
+                    format::read_block_in_place(self.file.as_ref(), &self.name, handle, check)?
+                {
+                    if check {
+                        marks.insert(handle.offset, Stored::Plain);
+                    }
+                    return self.in_place(handle, bytes);
+                }
+                let block = self.read_block_cached(handle, reads, check)?;
+                if check {
+                    marks.insert(handle.offset, Stored::Compressed);
+                }
+                Ok(block)
+            }
         }
+    }
+
+    /// A block read in place from the map.
+    fn in_place(&self, handle: BlockHandle, bytes: MappedBytes) -> Result<Arc<Block>> {
+        Block::in_place(bytes)
+            .map(Arc::new)
+            .map_err(|e| e.located(&self.name, handle.offset))
+    }
+
+    /// The block at `handle` from the block cache, or read (its trailer checked when
+    /// `check`), decoded and cached when `reads` asks for checked, cached reads. `check`
+    /// is false for a block checked before (T4) or when `reads` does not verify.
+    fn read_block_cached(
+        &self,
+        handle: BlockHandle,
+        reads: BlockReads,
+        check: bool,
+    ) -> Result<Arc<Block>> {
         if let Some((cache, id)) = &self.cache
             && let Some(block) = cache.get(*id, handle.offset)
         {
@@ -246,12 +280,11 @@ impl Table {
             check,
             buffer,
         )?;
-        self.checked(handle, check);
         let block = Self::decode_block(&self.order, data)
             .map(Arc::new)
             .map_err(|e| e.located(&self.name, handle.offset))?;
         // Only verified blocks are shared: a later reader that asks for verification
-        // must not be handed bytes nobody checked.
+        // must not be handed bytes nobody checked (checked now, or before: T4).
         if reads.verify_checksums
             && reads.fill_cache
             && let Some((cache, id)) = &self.cache
@@ -259,13 +292,6 @@ impl Table {
             cache.insert(*id, handle.offset, Arc::clone(&block));
         }
         Ok(block)
-    }
-
-    /// Records that the block at `handle` passed its check, if `checked` (T4).
-    fn checked(&self, handle: BlockHandle, checked: bool) {
-        if checked && let Some(v) = &self.verified {
-            v.insert(handle.offset);
-        }
     }
 
     /// The first entry at or after `ikey` in the data block that would hold it; `None`

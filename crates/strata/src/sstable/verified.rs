@@ -1,16 +1,19 @@
-//! [`Verified`]: which data blocks of a mapped table have had their checksum checked.
+//! [`Verified`]: which data blocks of a mapped table have had their checksum checked, and
+//! how each is stored.
 //!
 //! A table is never written after it is complete, and a mapped table's bytes are read
 //! where they lie (`env/mapped_read.rs`, R2). So a block whose CRC-32C matched once is
 //! the same bytes at every later read, exactly as a verified block in the block cache
 //! is: checking it again would find what the first check found. A read that asks for
 //! verification checks a block only the first time; one that does not ask neither
-//! checks nor marks.
+//! checks nor marks. The mark also says whether the block is stored uncompressed, so a
+//! later read goes straight to the block's bytes in the map (or straight to the block
+//! cache) without looking at its trailer again.
 //!
 //! Invariant:
-//! - T4 a block's bit is set only after a check of the bytes at its offset passed, and
-//!   only for an offset that is a data block's in the table's index (an offset the index
-//!   does not name is never taken as checked).
+//! - T4 a block is marked only after a check of the bytes at its offset passed, with the
+//!   compression its trailer gave, and only at an offset that is a data block's in the
+//!   table's index (an offset the index does not name is never taken as checked).
 //!
 //! Limit (`docs/durability.md`): bytes that change on disk after their block was first
 //! checked, while the database has the table open, and reach the map again (the page
@@ -24,13 +27,25 @@ use super::format::BlockHandle;
 use crate::iter::Cursor;
 use crate::key::Bytewise;
 
-/// One bit per data block, found by the block's offset.
+/// How a checked block is stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored {
+    /// Uncompressed: readable in place.
+    Plain,
+    /// Compressed.
+    Compressed,
+}
+
+/// Two bits per data block (checked, stored plain), found by the block's offset.
 #[derive(Debug, Default)]
 pub struct Verified {
     /// The data blocks' offsets, in the index's order (increasing in the file).
     offsets: Vec<u64>,
     bits: Vec<AtomicU64>,
 }
+
+const CHECKED: u64 = 1;
+const PLAIN: u64 = 2;
 
 impl Verified {
     /// The blocks named by `index` (a table's index block). Entries whose handle does not
@@ -49,29 +64,39 @@ impl Verified {
             }
             it.next();
         }
-        let bits = (0..offsets.len().div_ceil(64))
+        let bits = (0..offsets.len().div_ceil(32))
             .map(|_| AtomicU64::new(0))
             .collect();
         Verified { offsets, bits }
     }
 
-    /// The bit of the block at `offset`: its word and mask.
-    fn slot(&self, offset: u64) -> Option<(&AtomicU64, u64)> {
-        let i = self.offsets.binary_search(&offset).ok()?;
-        Some((self.bits.get(i / 64)?, 1u64 << (i % 64)))
-    }
-
-    /// True if the block at `offset` was checked before.
+    /// The block at `offset`'s word and the shift of its two bits.
     #[inline]
-    pub fn contains(&self, offset: u64) -> bool {
-        self.slot(offset)
-            .is_some_and(|(word, mask)| word.load(Ordering::Relaxed) & mask != 0)
+    fn slot(&self, offset: u64) -> Option<(&AtomicU64, u32)> {
+        let i = self.offsets.binary_search(&offset).ok()?;
+        Some((self.bits.get(i / 32)?, 2 * (i % 32) as u32))
     }
 
-    /// Records that the block at `offset` was checked (T4: call only after it passed).
-    pub fn insert(&self, offset: u64) {
-        if let Some((word, mask)) = self.slot(offset) {
-            word.fetch_or(mask, Ordering::Relaxed);
+    /// How the block at `offset` is stored, if it was checked before; `None` if not.
+    #[inline]
+    pub fn get(&self, offset: u64) -> Option<Stored> {
+        let (word, shift) = self.slot(offset)?;
+        let bits = word.load(Ordering::Relaxed) >> shift;
+        if bits & CHECKED == 0 {
+            None
+        } else if bits & PLAIN != 0 {
+            Some(Stored::Plain)
+        } else {
+            Some(Stored::Compressed)
+        }
+    }
+
+    /// Records that the block at `offset`, stored as `stored`, was checked (T4: call only
+    /// after it passed).
+    pub fn insert(&self, offset: u64, stored: Stored) {
+        if let Some((word, shift)) = self.slot(offset) {
+            let plain = if stored == Stored::Plain { PLAIN } else { 0 };
+            word.fetch_or((CHECKED | plain) << shift, Ordering::Relaxed);
         }
     }
 }
@@ -103,17 +128,19 @@ mod tests {
     fn only_offsets_the_index_names_are_marked() {
         let offsets: Vec<u64> = (0..200).map(|i| i * 100).collect();
         let v = Verified::new(&index(&offsets));
-        assert!(!v.contains(0));
-        v.insert(0);
-        v.insert(19_900);
-        v.insert(150); // not a block
-        assert!(v.contains(0));
-        assert!(v.contains(19_900));
-        assert!(!v.contains(150));
-        assert!(!v.contains(100));
+        assert_eq!(v.get(0), None);
+        v.insert(0, Stored::Plain);
+        v.insert(19_900, Stored::Compressed);
+        v.insert(3_100, Stored::Plain); // the 32nd block: the second word's first bits
+        v.insert(150, Stored::Plain); // not a block
+        assert_eq!(v.get(0), Some(Stored::Plain));
+        assert_eq!(v.get(19_900), Some(Stored::Compressed));
+        assert_eq!(v.get(3_100), Some(Stored::Plain));
+        assert_eq!(v.get(150), None);
+        assert_eq!(v.get(100), None);
         assert_eq!(
-            offsets.iter().filter(|&&o| v.contains(o)).count(),
-            2,
+            offsets.iter().filter(|&&o| v.get(o).is_some()).count(),
+            3,
             "no other block is taken as checked"
         );
     }
@@ -121,9 +148,9 @@ mod tests {
     #[test]
     fn out_of_order_handles_are_left_out() {
         let v = Verified::new(&index(&[0, 500, 300, 900]));
-        v.insert(300);
-        assert!(!v.contains(300));
-        v.insert(900);
-        assert!(v.contains(900));
+        v.insert(300, Stored::Plain);
+        assert_eq!(v.get(300), None);
+        v.insert(900, Stored::Compressed);
+        assert_eq!(v.get(900), Some(Stored::Compressed));
     }
 }
