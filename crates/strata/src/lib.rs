@@ -105,3 +105,8 @@ pub use sstable::Compression;
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The user's guide's examples (`docs/guide.md`), compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide.md")]
+pub struct GuideDoctests;
