@@ -3,8 +3,59 @@
 use std::path::Path;
 
 use anyhow::Result;
+use serde::{Deserialize, Serialize};
 
-pub use crate::results::EngineCounters;
+/// An engine's own work counters: since it opened (from [`Engine::counters`])
+/// or over one benchmark ([`EngineCounters::since`]). `None` where the engine does not
+/// report the figure.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct EngineCounters {
+    /// Seconds writers were delayed or stopped by the engine.
+    pub stall_seconds: Option<f64>,
+    /// Writes delayed because level 0 was filling.
+    pub slowdowns: Option<u64>,
+    /// Writes stopped until a flush or level 0 caught up.
+    pub stops: Option<u64>,
+    /// Memtables flushed.
+    pub flushes: Option<u64>,
+    /// Compactions run.
+    pub compactions: Option<u64>,
+    /// Seconds spent in flushes and compactions.
+    pub compaction_seconds: Option<f64>,
+    /// Bytes compactions read.
+    pub compaction_bytes_read: Option<u64>,
+    /// Bytes flushes and compactions wrote.
+    pub compaction_bytes_written: Option<u64>,
+}
+
+impl EngineCounters {
+    /// What changed from `before` to `self`.
+    pub fn since(&self, before: &EngineCounters) -> EngineCounters {
+        fn d<T: std::ops::Sub<Output = T> + PartialOrd + Copy>(
+            a: Option<T>,
+            b: Option<T>,
+        ) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) if a >= b => Some(a - b),
+                (Some(a), None) => Some(a),
+                _ => None,
+            }
+        }
+        EngineCounters {
+            stall_seconds: d(self.stall_seconds, before.stall_seconds),
+            slowdowns: d(self.slowdowns, before.slowdowns),
+            stops: d(self.stops, before.stops),
+            flushes: d(self.flushes, before.flushes),
+            compactions: d(self.compactions, before.compactions),
+            compaction_seconds: d(self.compaction_seconds, before.compaction_seconds),
+            compaction_bytes_read: d(self.compaction_bytes_read, before.compaction_bytes_read),
+            compaction_bytes_written: d(
+                self.compaction_bytes_written,
+                before.compaction_bytes_written,
+            ),
+        }
+    }
+}
 
 /// How an engine is opened: memory budget, file layout, durability. A field that a JSON file
 /// of an older version lacks reads as its default (zero, off), so old runs still draw.
@@ -198,7 +249,7 @@ pub mod strata_engine {
                 } else {
                     Compression::None
                 },
-                block_cache: Some(strata::cache::BlockCache::new(s.cache_size)),
+                block_cache: Some(strata::BlockCache::new(s.cache_size)),
                 mmap_wal: s.mmap_write,
                 mmap_reads: s.mmap_read,
                 max_subcompactions: s.subcompactions,

@@ -1,10 +1,12 @@
 //! What a run produces: one line per benchmark in db_bench's format, and the same
 //! figures (and more) as JSON.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::accounting::Machine;
-use crate::engine::Settings;
+use crate::engine::{EngineCounters, Settings};
 
 /// Latency percentiles in microseconds.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,58 +30,6 @@ pub struct Interval {
     pub reads_per_sec: f64,
     /// Writes per second during the interval.
     pub writes_per_sec: f64,
-}
-
-/// An engine's own work counters: since it opened (from [`crate::engine::Engine::counters`])
-/// or over one benchmark ([`EngineCounters::since`]). `None` where the engine does not
-/// report the figure.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct EngineCounters {
-    /// Seconds writers were delayed or stopped by the engine.
-    pub stall_seconds: Option<f64>,
-    /// Writes delayed because level 0 was filling.
-    pub slowdowns: Option<u64>,
-    /// Writes stopped until a flush or level 0 caught up.
-    pub stops: Option<u64>,
-    /// Memtables flushed.
-    pub flushes: Option<u64>,
-    /// Compactions run.
-    pub compactions: Option<u64>,
-    /// Seconds spent in flushes and compactions.
-    pub compaction_seconds: Option<f64>,
-    /// Bytes compactions read.
-    pub compaction_bytes_read: Option<u64>,
-    /// Bytes flushes and compactions wrote.
-    pub compaction_bytes_written: Option<u64>,
-}
-
-impl EngineCounters {
-    /// What changed from `before` to `self`.
-    pub fn since(&self, before: &EngineCounters) -> EngineCounters {
-        fn d<T: std::ops::Sub<Output = T> + PartialOrd + Copy>(
-            a: Option<T>,
-            b: Option<T>,
-        ) -> Option<T> {
-            match (a, b) {
-                (Some(a), Some(b)) if a >= b => Some(a - b),
-                (Some(a), None) => Some(a),
-                _ => None,
-            }
-        }
-        EngineCounters {
-            stall_seconds: d(self.stall_seconds, before.stall_seconds),
-            slowdowns: d(self.slowdowns, before.slowdowns),
-            stops: d(self.stops, before.stops),
-            flushes: d(self.flushes, before.flushes),
-            compactions: d(self.compactions, before.compactions),
-            compaction_seconds: d(self.compaction_seconds, before.compaction_seconds),
-            compaction_bytes_read: d(self.compaction_bytes_read, before.compaction_bytes_read),
-            compaction_bytes_written: d(
-                self.compaction_bytes_written,
-                before.compaction_bytes_written,
-            ),
-        }
-    }
 }
 
 /// Every figure of one benchmark.
@@ -208,11 +158,49 @@ pub struct Document {
     /// One entry per engine, group and repeat.
     pub runs: Vec<EngineRun>,
     /// Medians over the repeats, per benchmark and engine.
-    pub summary: Vec<crate::summary::SummaryRow>,
+    pub summary: Vec<SummaryRow>,
 }
 
 /// Runs made up for tests: `engine` in `round` of group 0, one result per `(benchmark,
 /// µs/op)`, in order.
+/// One benchmark of one group, across engines.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SummaryRow {
+    /// The group (a section of the page).
+    pub group: String,
+    /// The suite row label (`1C`, `2B`, ...), empty outside suites.
+    pub row: String,
+    /// The benchmark.
+    pub benchmark: String,
+    /// Position of the benchmark within its group (benchmarks may repeat in a group).
+    pub index: usize,
+    /// Engine to median µs/op over the repeats.
+    pub median_micros: BTreeMap<String, f64>,
+    /// Engine to how many repeats it ran.
+    pub repeats: BTreeMap<String, usize>,
+    /// Engine to why it could not run this benchmark.
+    #[serde(default)]
+    pub not_available: BTreeMap<String, String>,
+    /// Engine (other than Strata) to its paired ratios to Strata over the rounds in which
+    /// both ran.
+    #[serde(default)]
+    pub paired: BTreeMap<String, Paired>,
+}
+
+/// The ratios of one engine's time per operation to Strata's, one per round in which both
+/// ran (above 1: the engine is slower than Strata).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Paired {
+    /// Their median.
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+    /// How many rounds paired.
+    pub pairs: usize,
+}
+
 #[cfg(test)]
 pub(crate) fn sample_run(engine: &str, round: usize, results: &[(&str, f64)]) -> EngineRun {
     EngineRun {

@@ -6,53 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use crate::results::EngineRun;
+use crate::results::{EngineRun, Paired, SummaryRow};
 
 /// The engine whose row is the harness's own cost, not an engine's.
 pub const HARNESS: &str = "null";
 
 /// The benchmark that measures the disk, not an engine.
 pub const FSYNC_CEILING: &str = "fsyncceiling";
-
-/// One benchmark of one group, across engines.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SummaryRow {
-    /// The group (a section of the page).
-    pub group: String,
-    /// The suite row label (`1C`, `2B`, ...), empty outside suites.
-    pub row: String,
-    /// The benchmark.
-    pub benchmark: String,
-    /// Position of the benchmark within its group (benchmarks may repeat in a group).
-    pub index: usize,
-    /// Engine to median µs/op over the repeats.
-    pub median_micros: BTreeMap<String, f64>,
-    /// Engine to how many repeats it ran.
-    pub repeats: BTreeMap<String, usize>,
-    /// Engine to why it could not run this benchmark.
-    #[serde(default)]
-    pub not_available: BTreeMap<String, String>,
-    /// Engine (other than Strata) to its paired ratios to Strata over the rounds in which
-    /// both ran.
-    #[serde(default)]
-    pub paired: BTreeMap<String, Paired>,
-}
-
-/// The ratios of one engine's time per operation to Strata's, one per round in which both
-/// ran (above 1: the engine is slower than Strata).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Paired {
-    /// Their median.
-    pub median: f64,
-    /// The smallest.
-    pub min: f64,
-    /// The largest.
-    pub max: f64,
-    /// How many rounds paired.
-    pub pairs: usize,
-}
 
 /// The paired ratios of `engine` over `strata`, both keyed by round; `None` if no round has
 /// both.

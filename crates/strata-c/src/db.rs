@@ -3,22 +3,17 @@
 
 use std::ffi::{CStr, c_char, c_int};
 
-use strata::{Db, Snapshot};
+use strata::Db;
 
 use crate::batch::leveldb_writebatch_t;
 use crate::options::{leveldb_options_t, leveldb_readoptions_t, leveldb_writeoptions_t};
+use crate::snapshot::leveldb_snapshot_t;
 use crate::util::{bytes, malloc_copy, malloc_cstring, path, with_errptr};
 
 /// `leveldb_t`: an open database.
 #[derive(Debug)]
 pub struct leveldb_t {
     pub(crate) db: Db,
-}
-
-/// `leveldb_snapshot_t`.
-#[derive(Debug)]
-pub struct leveldb_snapshot_t {
-    pub(crate) snapshot: Snapshot,
 }
 
 /// Opens (or creates, per the options) the database `name`; NULL and an error on failure.

@@ -47,16 +47,18 @@ mod callbacks;
 mod db;
 mod iterator;
 mod options;
+mod snapshot;
 mod util;
 
 pub use batch::leveldb_writebatch_t;
 pub use callbacks::{leveldb_comparator_t, leveldb_filterpolicy_t};
-pub use db::{leveldb_snapshot_t, leveldb_t};
+pub use db::leveldb_t;
 pub use iterator::leveldb_iterator_t;
 pub use options::{
     leveldb_cache_t, leveldb_env_t, leveldb_logger_t, leveldb_options_t, leveldb_readoptions_t,
     leveldb_writeoptions_t,
 };
+pub use snapshot::leveldb_snapshot_t;
 
 use std::ffi::{c_int, c_void};
 

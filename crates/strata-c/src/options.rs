@@ -4,12 +4,12 @@
 use std::ffi::{c_char, c_int};
 use std::sync::Arc;
 
-use strata::cache::BlockCache;
+use strata::BlockCache;
 use strata::env::{DiskEnv, Env};
 use strata::{Compression, Options, ReadOptions, WriteOptions};
 
 use crate::callbacks::{leveldb_comparator_t, leveldb_filterpolicy_t};
-use crate::db::leveldb_snapshot_t;
+use crate::snapshot::leveldb_snapshot_t;
 use crate::util::malloc_cstring;
 
 /// `leveldb_options_t`: a database's options.

@@ -10,7 +10,7 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use strata::cache::BlockCache;
+use strata::BlockCache;
 use strata::env::WritableFile;
 use strata::filter::BloomPolicy;
 use strata::iter::Cursor;

@@ -1,8 +1,11 @@
-//! [`BlockCache`]: a sharded cache of decoded blocks, charged in bytes, evicting in CLOCK
-//! order (second chance: an approximation of least-recently-used).
+//! [`Cache`]: a sharded cache of decoded blocks (any [`Cached`] value; the engine's
+//! [`BlockCache`](crate::BlockCache) holds `sstable::Block`s), charged in bytes, evicting
+//! in CLOCK order (second chance: an approximation of least-recently-used). It knows
+//! nothing of what it holds but its charge and its buffer, so tables depend on it and
+//! not the other way round.
 //!
 //! Keys are `(cache id, block offset)`: each open table gets a unique id from
-//! [`BlockCache::new_id`], so one cache can serve every table of every database that
+//! [`Cache::new_id`], so one cache can serve every table of every database that
 //! shares it. Each shard is a hash map and a clock ring under its own mutex; a key's shard is picked by
 //! hashing it, so concurrent readers rarely contend.
 //!
@@ -21,14 +24,21 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::sstable::Block;
-
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
 /// Most spare buffers a shard keeps (C4).
 const SPARES: usize = 2;
 
 type Key = (u64, u64);
+
+/// What a [`Cache`] holds: a value charged in bytes whose buffer, once no reader holds
+/// it, can be reused to read the next value into (C4).
+pub trait Cached {
+    /// The bytes it is charged for.
+    fn charge(&self) -> usize;
+    /// Its buffer, for reuse.
+    fn into_buffer(self) -> Vec<u8>;
+}
 
 /// A hasher for the caches' integer keys (table ids, file numbers, offsets): they are the
 /// engine's own numbers, not input an attacker picks, so SipHash's defence is not needed;
@@ -63,8 +73,8 @@ pub(crate) type NumberMap<K, V> = HashMap<K, V, BuildHasherDefault<NumberHasher>
 /// block itself and its second-chance bit, so a hit reads no other memory of the cache's
 /// (on a cache far larger than the CPU's, each further hop is a cache miss).
 #[derive(Debug)]
-struct Entry {
-    block: Arc<Block>,
+struct Entry<V> {
+    block: Arc<V>,
     /// Its slot in the clock ring.
     slot: usize,
     /// Read since the clock hand last passed (its second chance).
@@ -85,9 +95,9 @@ struct Slot {
 ///
 /// R1: `ring[e.slot]` names the key of every entry `e` of `map`, and every `Some` slot
 /// names a key of `map`; `None` slots wait in `free`.
-#[derive(Debug, Default)]
-struct Shard {
-    map: NumberMap<Key, Entry>,
+#[derive(Debug)]
+struct Shard<V> {
+    map: NumberMap<Key, Entry<V>>,
     ring: Vec<Option<Slot>>,
     free: Vec<usize>,
     /// The clock hand: the slot looked at next for eviction.
@@ -98,15 +108,20 @@ struct Shard {
     spares: Vec<Vec<u8>>,
 }
 
-impl Shard {
+impl<V: Cached> Shard<V> {
     fn new(capacity: usize) -> Self {
         Shard {
+            map: NumberMap::default(),
+            ring: Vec::new(),
+            free: Vec::new(),
+            hand: 0,
+            usage: 0,
             capacity,
-            ..Shard::default()
+            spares: Vec::new(),
         }
     }
 
-    fn get(&mut self, key: &Key) -> Option<Arc<Block>> {
+    fn get(&mut self, key: &Key) -> Option<Arc<V>> {
         let e = self.map.get_mut(key)?;
         e.referenced = true;
         Some(Arc::clone(&e.block))
@@ -136,7 +151,7 @@ impl Shard {
     }
 
     /// The block in slot `i`, if any.
-    fn block_at(&self, i: usize) -> Option<&Arc<Block>> {
+    fn block_at(&self, i: usize) -> Option<&Arc<V>> {
         let slot = self.ring[i].as_ref()?;
         self.map.get(&slot.key).map(|e| &e.block)
     }
@@ -152,7 +167,7 @@ impl Shard {
             && self.spares.len() < SPARES
             && let Ok(block) = Arc::try_unwrap(e.block)
         {
-            let data = block.into_data();
+            let data = block.into_buffer();
             self.usage += data.capacity();
             self.spares.push(data);
         }
@@ -164,7 +179,7 @@ impl Shard {
         Some(data)
     }
 
-    fn insert(&mut self, key: Key, block: Arc<Block>, charge: usize) {
+    fn insert(&mut self, key: Key, block: Arc<V>, charge: usize) {
         if let Some(i) = self.map.get(&key).map(|e| e.slot) {
             self.remove_index(i);
         }
@@ -215,19 +230,20 @@ impl Shard {
     }
 }
 
-/// A block cache shared by tables (and databases).
+/// A cache shared by tables (and databases); the engine's is
+/// [`BlockCache`](crate::BlockCache), of decoded blocks.
 #[derive(Debug)]
-pub struct BlockCache {
-    shards: Vec<Mutex<Shard>>,
+pub struct Cache<V> {
+    shards: Vec<Mutex<Shard<V>>>,
     capacity: usize,
     next_id: AtomicU64,
 }
 
-impl BlockCache {
+impl<V: Cached> Cache<V> {
     /// A cache holding up to `capacity` bytes of blocks.
     pub fn new(capacity: usize) -> Arc<Self> {
         let per_shard = capacity.div_ceil(SHARDS);
-        Arc::new(BlockCache {
+        Arc::new(Cache {
             shards: (0..SHARDS)
                 .map(|_| Mutex::new(Shard::new(per_shard)))
                 .collect(),
@@ -251,14 +267,14 @@ impl BlockCache {
         self.shards.iter().map(|s| lock(s).usage).sum()
     }
 
-    fn shard(&self, key: &Key) -> MutexGuard<'_, Shard> {
+    fn shard(&self, key: &Key) -> MutexGuard<'_, Shard<V>> {
         // Fibonacci hashing of both parts; the top bits pick the shard.
         let h = (key.0 ^ key.1.rotate_left(32)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         lock(&self.shards[(h >> (64 - SHARD_BITS)) as usize])
     }
 
     /// The block cached under `(id, offset)`, marking it recently used.
-    pub fn get(&self, id: u64, offset: u64) -> Option<Arc<Block>> {
+    pub fn get(&self, id: u64, offset: u64) -> Option<Arc<V>> {
         let key = (id, offset);
         self.shard(&key).get(&key)
     }
@@ -271,14 +287,14 @@ impl BlockCache {
     }
 
     /// Caches `block` under `(id, offset)`, evicting the least recently used blocks.
-    pub fn insert(&self, id: u64, offset: u64, block: Arc<Block>) {
+    pub fn insert(&self, id: u64, offset: u64, block: Arc<V>) {
         let key = (id, offset);
-        let charge = block.size();
+        let charge = block.charge();
         self.shard(&key).insert(key, block, charge);
     }
 }
 
-fn lock(m: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
+fn lock<V>(m: &Mutex<Shard<V>>) -> MutexGuard<'_, Shard<V>> {
     // A shard's operations leave it consistent at every step a panic could interrupt
     // (they only index vectors the same call checked), so poisoning is not a hazard.
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -287,6 +303,8 @@ fn lock(m: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sstable::Block;
+    type BlockCache = Cache<Block>;
     use crate::sstable::BlockBuilder;
 
     fn block(n: usize) -> Arc<Block> {

@@ -16,7 +16,8 @@ use std::cmp::Ordering;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::key::BYTEWISE_COMPARATOR;
+/// The comparator name LevelDB records for bytewise order.
+pub const BYTEWISE_COMPARATOR: &str = "leveldb.BytewiseComparator";
 
 /// An order on user keys. The default, when `Options::comparator` is `None`, is bytewise
 /// (`leveldb.BytewiseComparator`), with a fast path of its own.
@@ -48,20 +49,13 @@ impl fmt::Debug for dyn Comparator {
     }
 }
 
-/// A user key order the compiler can see through: bytewise ([`crate::key::Bytewise`],
+/// A user key order the compiler can see through: bytewise (`key::Bytewise`,
 /// compared inline) or a user's comparator (a call). Hot loops (the skip list's) are
 /// written once over it and the order is chosen once per operation, so bytewise order
 /// pays no branch per comparison.
 pub trait CompareUser {
     /// Orders two user keys.
     fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering;
-}
-
-impl CompareUser for crate::key::Bytewise {
-    #[inline(always)]
-    fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
-        crate::coding::compare_bytes(a, b)
-    }
 }
 
 impl CompareUser for dyn Comparator {
@@ -122,7 +116,7 @@ impl UserOrder {
     /// Shortens `start` towards `limit` (see [`Comparator::find_shortest_separator`]).
     pub fn shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
         match self {
-            UserOrder::Bytewise => crate::key::shortest_separator(start, limit),
+            UserOrder::Bytewise => shortest_separator(start, limit),
             UserOrder::Custom(c) => c.find_shortest_separator(start, limit),
         }
     }
@@ -130,8 +124,31 @@ impl UserOrder {
     /// Shortens `key` to a successor (see [`Comparator::find_short_successor`]).
     pub fn short_successor(&self, key: &mut Vec<u8>) {
         match self {
-            UserOrder::Bytewise => crate::key::short_successor(key),
+            UserOrder::Bytewise => short_successor(key),
             UserOrder::Custom(c) => c.find_short_successor(key),
         }
+    }
+}
+
+/// Shortens `start` to a key `k` with `start <= k < limit` (bytewise), when one shorter
+/// exists: LevelDB's `FindShortestSeparator` for the bytewise comparator.
+pub fn shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
+    let shared = crate::coding::shared_prefix_len(start, limit);
+    if shared >= start.len().min(limit.len()) {
+        return; // one is a prefix of the other: no shorter separator
+    }
+    let byte = start[shared];
+    if byte < 0xff && byte + 1 < limit[shared] {
+        start[shared] += 1;
+        start.truncate(shared + 1);
+    }
+}
+
+/// Shortens `key` to a short key `k >= key`: LevelDB's `FindShortSuccessor` for the
+/// bytewise comparator (increment the first byte that is not 0xff, drop the rest).
+pub fn short_successor(key: &mut Vec<u8>) {
+    if let Some(i) = key.iter().position(|&b| b != 0xff) {
+        key[i] += 1;
+        key.truncate(i + 1);
     }
 }

@@ -17,23 +17,20 @@
 //!   since [`ValueType::FOR_SEEK`] is the highest type, that sorts before every entry of
 //!   `key` with a seqnum at most `seqnum`.
 //!
-//! The default comparator is bytewise, named [`BYTEWISE_COMPARATOR`] in manifests.
+//! The default comparator is bytewise, named [`crate::comparator::BYTEWISE_COMPARATOR`] in manifests.
 //! Comparing never panics, even on keys shorter than the 8-byte tag (bytes from disk are
 //! untrusted): such a key compares as a user key with tag 0.
 
 use std::cmp::Ordering;
 
 use crate::coding::{compare_bytes, decode_fixed64, put_fixed64};
-use crate::comparator::{Comparator, UserOrder};
+use crate::comparator::{Comparator, CompareUser, UserOrder};
 
 /// A sequence number: the position of a write in the database's history.
 pub type SeqNum = u64;
 
 /// The largest sequence number (56 bits).
 pub const MAX_SEQNUM: SeqNum = (1 << 56) - 1;
-
-/// The comparator name LevelDB records for bytewise order.
-pub const BYTEWISE_COMPARATOR: &str = "leveldb.BytewiseComparator";
 
 /// Size of the tag that ends every internal key.
 pub const TAG_SIZE: usize = 8;
@@ -199,6 +196,13 @@ pub trait KeyOrder: Clone + Send + Sync + 'static {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Bytewise;
 
+impl CompareUser for Bytewise {
+    #[inline(always)]
+    fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
+        compare_bytes(a, b)
+    }
+}
+
 impl KeyOrder for Bytewise {
     #[inline]
     fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
@@ -301,32 +305,10 @@ impl KeyOrder for InternalOrder {
     }
 }
 
-/// Shortens `start` to a key `k` with `start <= k < limit` (bytewise), when one shorter
-/// exists: LevelDB's `FindShortestSeparator` for the bytewise comparator.
-pub fn shortest_separator(start: &mut Vec<u8>, limit: &[u8]) {
-    let shared = crate::coding::shared_prefix_len(start, limit);
-    if shared >= start.len().min(limit.len()) {
-        return; // one is a prefix of the other: no shorter separator
-    }
-    let byte = start[shared];
-    if byte < 0xff && byte + 1 < limit[shared] {
-        start[shared] += 1;
-        start.truncate(shared + 1);
-    }
-}
-
-/// Shortens `key` to a short key `k >= key`: LevelDB's `FindShortSuccessor` for the
-/// bytewise comparator (increment the first byte that is not 0xff, drop the rest).
-pub fn short_successor(key: &mut Vec<u8>) {
-    if let Some(i) = key.iter().position(|&b| b != 0xff) {
-        key[i] += 1;
-        key.truncate(i + 1);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::comparator::{short_successor, shortest_separator};
     use proptest::prelude::*;
 
     fn ik(k: &[u8], s: SeqNum, t: ValueType) -> Vec<u8> {

@@ -87,7 +87,6 @@ pub mod table_cache;
 pub mod version;
 
 pub use batch::{BatchOp, WriteBatch};
-pub use cache::BlockCache;
 pub use comparator::Comparator;
 #[doc(hidden)]
 pub use db::LevelIter;
@@ -99,6 +98,7 @@ pub use error::{ComparatorNames, Corruption, Error, Result};
 pub use filter::{BloomPolicy, FilterPolicy};
 pub use options::{Options, ReadOptions, RecoveryMode, WriteOptions};
 pub use snapshot::Snapshot;
+pub use sstable::BlockCache;
 pub use sstable::Compression;
 
 /// The README's example, compiled and run as a doctest (`make test`).

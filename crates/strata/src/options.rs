@@ -4,14 +4,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cache::BlockCache;
 use crate::comparator::{Comparator, UserOrder};
 use crate::env::{DiskEnv, Env};
 use crate::error::{Error, Result};
 use crate::filter::{BloomPolicy, Filter, FilterPolicy};
 use crate::key::InternalOrder;
 use crate::snapshot::Snapshot;
-use crate::sstable::{Compression, TableFormat, TableOptions};
+use crate::sstable::{BlockCache, BlockReads, Compression, TableFormat, TableOptions};
 
 /// What opening a database does with damaged write-ahead log records (RocksDB's WAL
 /// recovery modes). Every drop is written to `LOG` and to the `strata.recovery` property.
@@ -309,6 +308,16 @@ impl Default for ReadOptions {
             verify_checksums: true,
             fill_cache: true,
             snapshot: None,
+        }
+    }
+}
+
+impl ReadOptions {
+    /// How this read gets table blocks.
+    pub fn block_reads(&self) -> BlockReads {
+        BlockReads {
+            verify_checksums: self.verify_checksums,
+            fill_cache: self.fill_cache,
         }
     }
 }

@@ -8,12 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::cache::BlockCache;
 use crate::env::Env;
 use crate::error::Result;
 use crate::filename;
 use crate::key::{InternalOrder, ValueType};
 use crate::open_files::OpenFiles;
+use crate::sstable::BlockCache;
 use crate::sstable::{BlockReads, Table, TableFormat, TableIter};
 
 /// The open tables of one database.

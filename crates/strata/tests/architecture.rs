@@ -129,7 +129,7 @@ fn strip(code: &str) -> String {
             i = j;
         } else if b[i] == b'\'' {
             // A char literal ('x', '\n', '\u{..}') or a lifetime ('a).
-            let lit = code[i..].char_indices().nth(2).map(|(n, c)| (n, c));
+            let lit = code[i..].char_indices().nth(2);
             match lit {
                 Some((n, '\'')) => {
                     out.push_str("' '");
@@ -209,7 +209,10 @@ fn declared_modules(code: &str) -> BTreeSet<String> {
         if at > 0 && code[..at].chars().next_back().is_some_and(is_ident) {
             continue;
         }
-        let name: String = code[at + 4..].chars().take_while(|&c| is_ident(c)).collect();
+        let name: String = code[at + 4..]
+            .chars()
+            .take_while(|&c| is_ident(c))
+            .collect();
         let after = code[at + 4 + name.len()..].trim_start();
         if !name.is_empty() && after.starts_with(';') {
             out.insert(name);
@@ -291,7 +294,10 @@ fn inline_paths(code: &str, children: &BTreeSet<String>) -> Vec<Vec<String>> {
     while i < chars.len() {
         let (at, c) = chars[i];
         if is_ident(c) && (i == 0 || !is_ident(chars[i - 1].1) && chars[i - 1].1 != ':') {
-            let word: String = code[at..].chars().take_while(|&c| is_ident(c) || c == ':').collect();
+            let word: String = code[at..]
+                .chars()
+                .take_while(|&c| is_ident(c) || c == ':')
+                .collect();
             let segs: Vec<String> = word
                 .split("::")
                 .filter(|s| !s.is_empty())
@@ -299,7 +305,10 @@ fn inline_paths(code: &str, children: &BTreeSet<String>) -> Vec<Vec<String>> {
                 .collect();
             let first = segs.first().map(String::as_str).unwrap_or("");
             if segs.len() > 1
-                && (first == "crate" || first == "super" || first == "self" || children.contains(first))
+                && (first == "crate"
+                    || first == "super"
+                    || first == "self"
+                    || children.contains(first))
             {
                 out.push(segs.clone());
             }
@@ -373,7 +382,10 @@ impl Crate {
     fn edges(&self) -> Vec<(ModPath, ModPath, String)> {
         let mut out = Vec::new();
         for (m, module) in &self.modules {
-            let mut paths: Vec<Vec<String>> = use_paths(&module.code).into_iter().map(|(p, _)| p).collect();
+            let mut paths: Vec<Vec<String>> = use_paths(&module.code)
+                .into_iter()
+                .map(|(p, _)| p)
+                .collect();
             paths.extend(inline_paths(&module.code, &module.children));
             for p in paths {
                 if let Some(to) = self.resolve(m, &p, 0)
@@ -391,13 +403,17 @@ impl Crate {
 fn cycles(krate: &Crate) -> Vec<String> {
     let edges = krate.edges();
     let mut found = Vec::new();
-    for (parent, _) in &krate.modules {
+    for parent in krate.modules.keys() {
         // Node of `m` at `parent`'s level: "." for the parent's own file, else the child.
         let node = |m: &ModPath| -> Option<String> {
             if !m.starts_with(parent) {
                 return None;
             }
-            Some(m.get(parent.len()).cloned().unwrap_or_else(|| ".".to_string()))
+            Some(
+                m.get(parent.len())
+                    .cloned()
+                    .unwrap_or_else(|| ".".to_string()),
+            )
         };
         let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         for (from, to, what) in &edges {
@@ -417,7 +433,11 @@ fn cycles(krate: &Crate) -> Vec<String> {
             let mut lines = vec![format!(
                 "{}: cycle in `{}` among {:?}:",
                 krate.name,
-                if parent.is_empty() { "crate".to_string() } else { parent.join("::") },
+                if parent.is_empty() {
+                    "crate".to_string()
+                } else {
+                    parent.join("::")
+                },
                 scc
             )];
             for a in &scc {
@@ -516,16 +536,29 @@ fn the_checker_finds_a_cycle_and_only_a_cycle() {
     std::fs::create_dir_all(src.join("db")).unwrap();
     let write = |p: &str, s: &str| std::fs::write(src.join(p), s).unwrap();
     write("lib.rs", "mod db;\nmod key;\npub use db::Db;\n");
-    write("key.rs", "pub struct Key;\n#[cfg(test)]\nmod tests { use crate::db::Db; }\n");
+    write(
+        "key.rs",
+        "pub struct Key;\n#[cfg(test)]\nmod tests { use crate::db::Db; }\n",
+    );
     write(
         "db/mod.rs",
         "mod write;\nmod flush;\npub use write::Writer;\npub struct Db(crate::key::Key);\n",
     );
-    write("db/write.rs", "use super::flush::Flush; // uses flush\npub struct Writer;\n");
-    write("db/flush.rs", "pub struct Flush;\nfn f() { let _ = super::Writer; }\n");
+    write(
+        "db/write.rs",
+        "use super::flush::Flush; // uses flush\npub struct Writer;\n",
+    );
+    write(
+        "db/flush.rs",
+        "pub struct Flush;\nfn f() { let _ = super::Writer; }\n",
+    );
     let found = cycles(&load_crate(&dir.path().join("toy")));
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].contains("cycle in `db` among {\"flush\", \"write\"}"), "{}", found[0]);
+    assert!(
+        found[0].contains("cycle in `db` among {\"flush\", \"write\"}"),
+        "{}",
+        found[0]
+    );
     // Without the inline path back, no cycle: key's test module does not count either.
     write("db/flush.rs", "pub struct Flush;\n");
     assert!(cycles(&load_crate(&dir.path().join("toy"))).is_empty());

@@ -359,7 +359,7 @@ fn smallest_write_buffer_fills_each_memtable() {
 fn get_pinned_answers_as_get_and_its_view_outlives_the_cache_and_the_db() {
     let dir = tempfile::tempdir().unwrap();
     let opts = Options {
-        block_cache: Some(strata::cache::BlockCache::new(8 << 10)), // a few blocks
+        block_cache: Some(strata::BlockCache::new(8 << 10)), // a few blocks
         ..small()
     };
     let db = Db::open(dir.path(), opts).unwrap();

@@ -19,8 +19,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 
-use crate::results::{BenchResult, Document, EngineCounters, EngineRun};
-use crate::summary::{self, FSYNC_CEILING, HARNESS, SummaryRow};
+use crate::engine::EngineCounters;
+use crate::results::{BenchResult, Document, EngineRun, SummaryRow};
+use crate::summary::{self, FSYNC_CEILING, HARNESS};
 use charts::{Bar, Line, Reference, Scale, thousands};
 
 /// The command line of `strata-bench report`.

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use super::compaction_job::run_compaction;
 use super::failure::{Step, record_error};
-use super::flush::compact_memtable;
+use super::flush::flush_memtable;
 use super::obsolete::delete_obsolete_files;
 use super::{DbInner, State};
 use crate::compaction::{in_place_compaction, pick_compaction, range_compaction};
@@ -76,7 +76,7 @@ pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
 
 fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
     if !st.imm.is_empty() {
-        return compact_memtable(db, st, false);
+        return flush_memtable(db, st, false);
     }
     if st.bg_paused.is_some() {
         return st; // only the flush above runs while a compaction is paused

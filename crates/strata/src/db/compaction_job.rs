@@ -22,7 +22,8 @@ use std::time::Instant;
 use super::LevelIter;
 use super::blob_gc::{BlobRewriter, discard_blob_files, separation_change};
 use super::failure::{Failure, Step, record_error, record_failure};
-use super::flush::{compact_memtable, discard_table, referenced_blob_bytes};
+use super::flush::flush_memtable;
+use super::table_file::{discard_table, referenced_blob_bytes};
 use super::{DbInner, State};
 use crate::compaction::{Compaction, Shard, shards};
 use crate::env::WritableFile;
@@ -440,7 +441,7 @@ fn merge_entries(
         }
         // A waiting memtable flush goes first: writers may be stalled on it.
         if flushes && db.has_imm.load(Ordering::Acquire) {
-            let st = compact_memtable(db, db.lock(), true);
+            let st = flush_memtable(db, db.lock(), true);
             if let Some(e) = &st.bg_error {
                 return Err(Failure::Stop(e.clone()));
             }

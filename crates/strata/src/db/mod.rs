@@ -1,22 +1,26 @@
 //! [`Db`]: the database. Design and locking: `docs/design.md`.
 //!
-//! Each job in its own file, and none of them import each other in a circle:
+//! Each job in its own file, and none of them import each other in a circle
+//! (`tests/architecture.rs` fails on a cycle):
 //! - `write.rs`: the writer: group commit into the WAL, then the memtable; making room
 //!   (switching to a new memtable and log, waiting on level 0).
 //! - `background.rs`: the background thread's scheduler; it runs the jobs below.
-//! - `flush.rs`: a memtable becomes a table (also used by recovery and repair).
+//! - `flush.rs`: the immutable memtable becomes a table (`flush_memtable`).
 //! - `compaction_job.rs`: merging a compaction's inputs into the next level.
+//! - `table_file.rs`: writing a whole table, syncing its directory entry, discarding it
+//!   (flushes, recovery and repair). `blob_sync.rs`: making blob files durable.
 //! - `obsolete.rs`: deleting files nothing needs any more.
 //! - `failure.rs`: failed background steps: final errors and the paused state.
 //! - `manual.rs`: what users ask of the background and wait for: flush, compact_range,
 //!   resume.
 //! - `recover.rs`: opening: manifest, WAL replay, a fresh log and manifest.
 //! - `repair.rs`: repair and destroy. `info_log.rs`: the `LOG` file.
-//!
-//! Imports run one way: `info_log` < `failure` < `obsolete` < `flush` < `compaction_job` <
-//! `background` < `write` < `manual`; `recover` and `repair` use `flush` and `obsolete`.
 //! - `iter.rs`, `level_iter.rs`: reading through iterators.
-//! - `props.rs`: properties and statistics.
+//! - `props.rs`: properties and statistics. `verify.rs`: `Db::verify`.
+//!
+//! Imports run one way: `info_log` < `failure` < `blob_sync`, `table_file`, `obsolete` <
+//! `flush` < `compaction_job` < `background` < `write` < `manual`; `recover` and `repair`
+//! use `table_file`, `flush` and `obsolete`.
 //!
 //! One mutex guards [`State`]; the WAL and table I/O happen outside it. Invariants:
 //! - D1 only the write-group leader appends to the WAL and inserts into the memtable.
@@ -31,6 +35,7 @@
 
 mod background;
 mod blob_gc;
+mod blob_sync;
 mod compaction_job;
 mod failure;
 mod flush;
@@ -42,6 +47,7 @@ mod obsolete;
 mod props;
 mod recover;
 mod repair;
+mod table_file;
 mod verify;
 
 pub use props::Counters;
@@ -60,7 +66,6 @@ pub use level_iter::LevelIter;
 
 use crate::batch::WriteBatch;
 use crate::blob::{BlobStore, BlobWriter};
-use crate::cache::BlockCache;
 use crate::env::{Env, FileLock, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename;
@@ -70,6 +75,7 @@ use crate::log::LogWriter;
 use crate::memtable::{Lookup, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
+use crate::sstable::BlockCache;
 use crate::sstable::BlockReads;
 use crate::table_cache::TableCache;
 use crate::version::{GetResult, NUM_LEVELS, VersionEdit, VersionSet};
@@ -471,7 +477,7 @@ impl Db {
                 None => {}
             }
         }
-        let reads = BlockReads::user(options);
+        let reads = options.block_reads();
         let (result, seek_charged) = version.get(key, seqnum, |f, ikey| {
             from_table(&inner.table_cache, f, ikey, reads)
         })?;
@@ -530,7 +536,7 @@ impl Db {
             children.push(
                 match inner
                     .table_cache
-                    .iter(f.number, f.size, BlockReads::user(options))
+                    .iter(f.number, f.size, options.block_reads())
                 {
                     Ok(it) => Box::new(it),
                     Err(e) => Box::new(ErrorCursor(e)),
@@ -541,7 +547,7 @@ impl Db {
             children.push(Box::new(LevelIter::over_level(
                 files.clone(),
                 Arc::clone(&inner.table_cache),
-                BlockReads::user(options),
+                options.block_reads(),
             )));
         }
         DbIterator::new(

@@ -23,12 +23,11 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::flush::{sync_new_table, write_table_from};
 use super::info_log::info_log;
 use super::obsolete::delete_obsolete_files;
+use super::table_file::{sync_new_table, write_table_from};
 use super::{DEFAULT_BLOCK_CACHE, DbInner, LevelStats, State};
 use crate::batch::{BatchOp, WriteBatch};
-use crate::cache::BlockCache;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
@@ -36,6 +35,7 @@ use crate::log::{Checksums, LogReader, LogWriter};
 use crate::memtable::MemTable;
 use crate::options::{Options, RecoveryMode};
 use crate::snapshot::SnapshotList;
+use crate::sstable::BlockCache;
 use crate::table_cache::TableCache;
 use crate::version::{NUM_LEVELS, VersionEdit, VersionSet};
 

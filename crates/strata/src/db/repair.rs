@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::flush::build_table;
 use super::recover::take_lock;
+use super::table_file::build_table;
 use crate::batch::WriteBatch;
 use crate::env::Env;
 use crate::error::{Error, Result};

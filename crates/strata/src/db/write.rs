@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use super::blob_sync::{lock_blob, sync_blob};
 use super::{DbInner, State, Writer};
 use super::{background, failure};
 use crate::batch::{BatchOp, WriteBatch};
@@ -386,23 +387,6 @@ fn sync_older_blobs(db: &DbInner, older: Vec<(u64, super::SharedBlobWriter)>) ->
         sync_blob(db, &mut lock_blob(&b))?;
     }
     Ok(())
-}
-
-/// The writer behind a shared blob writer's lock (a panic elsewhere does not poison it
-/// for good: its state is its own fields, each call leaves them whole).
-pub(super) fn lock_blob(b: &super::SharedBlobWriter) -> std::sync::MutexGuard<'_, BlobWriter> {
-    b.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Makes a blob file's records durable, and its directory entry the first time: a blob
-/// file's entry is synced only when a synced write needs it (or by the flush that names
-/// it, whose table's directory sync comes after the file was made), not at creation.
-pub(super) fn sync_blob(db: &DbInner, b: &mut BlobWriter) -> Result<()> {
-    if !b.dir_synced {
-        db.env.sync_dir(&db.dir)?;
-        b.dir_synced = true;
-    }
-    b.sync()
 }
 
 /// Syncs older logs that a switch left unsynced (W4), then closes them.

@@ -277,7 +277,7 @@ mod tests {
             let cache = Arc::new(TableCache::new(
                 dir,
                 Arc::clone(&env),
-                crate::cache::BlockCache::new(64 << 10),
+                crate::sstable::BlockCache::new(64 << 10),
                 4,
                 false,
                 crate::sstable::TableFormat::leveldb(),

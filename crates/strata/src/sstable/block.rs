@@ -65,6 +65,16 @@ impl std::ops::Deref for Bytes {
     }
 }
 
+impl crate::cache::Cached for Block {
+    fn charge(&self) -> usize {
+        self.size()
+    }
+
+    fn into_buffer(self) -> Vec<u8> {
+        self.into_data()
+    }
+}
+
 /// Where fences place a target among a block's restart keys.
 #[derive(Debug, Clone, Copy)]
 enum Place {

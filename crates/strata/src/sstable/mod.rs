@@ -26,6 +26,9 @@ mod table_builder;
 mod verified;
 
 pub use block::{Block, BlockIter, BlockSlice};
+
+/// The block cache: decoded data blocks of open tables, shared by tables and databases.
+pub type BlockCache = crate::cache::Cache<Block>;
 pub use block_builder::BlockBuilder;
 pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
 pub use format::{BlockHandle, Compression, Footer};

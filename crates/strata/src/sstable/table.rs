@@ -10,7 +10,6 @@ use super::block::{Block, BlockIter, BlockSlice};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
 use super::verified::{Stored, Verified};
-use crate::cache::BlockCache;
 use crate::env::{MappedBytes, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
@@ -18,6 +17,7 @@ use crate::iter::{Cursor, Parts, TwoLevel};
 use crate::key::{
     self, Bytewise, InternalBytewise, InternalOrder, KeyOrder, ParsedInternalKey, ValueType,
 };
+use crate::sstable::BlockCache;
 
 /// How a reader gets a table's data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,15 +29,7 @@ pub struct BlockReads {
 }
 
 impl BlockReads {
-    /// What a user's read asks for.
-    pub fn user(options: &crate::ReadOptions) -> Self {
-        BlockReads {
-            verify_checksums: options.verify_checksums,
-            fill_cache: options.fill_cache,
-        }
-    }
-
-    /// A reader's default: checked and cached, as [`crate::ReadOptions::default`] asks.
+    /// A reader's default: checked and cached, as a user's read asks by default.
     pub const CHECKED_CACHED: BlockReads = BlockReads {
         verify_checksums: true,
         fill_cache: true,

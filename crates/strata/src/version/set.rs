@@ -513,7 +513,8 @@ mod tests {
         let env = Arc::new(MemEnv::new());
         let dir = Path::new("/db");
         env.create_dir_all(dir).unwrap();
-        VersionSet::create_new_db(dir, env.as_ref(), crate::key::BYTEWISE_COMPARATOR).unwrap();
+        VersionSet::create_new_db(dir, env.as_ref(), crate::comparator::BYTEWISE_COMPARATOR)
+            .unwrap();
         let mut vs = VersionSet::new(dir, env.clone());
         vs.recover().unwrap();
         assert_eq!(vs.manifest_number, 2);

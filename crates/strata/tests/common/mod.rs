@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 
+use strata::comparator::BYTEWISE_COMPARATOR;
 use strata::env::{DiskEnv, Env};
 use strata::iter::Cursor;
-use strata::key::{BYTEWISE_COMPARATOR, ParsedInternalKey, SeqNum, ValueType};
+use strata::key::{ParsedInternalKey, SeqNum, ValueType};
 use strata::log::LogReader;
 use strata::sstable::Table;
 use strata::version::VersionEdit;

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata::cache::BlockCache;
+use strata::BlockCache;
 use strata::sstable::Compression;
 use strata::{BloomPolicy, Comparator, Options};
 
@@ -31,11 +31,11 @@ impl Comparator for UserBytewise {
     }
 
     fn find_shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
-        strata::key::shortest_separator(start, limit);
+        strata::comparator::shortest_separator(start, limit);
     }
 
     fn find_short_successor(&self, key: &mut Vec<u8>) {
-        strata::key::short_successor(key);
+        strata::comparator::short_successor(key);
     }
 }
 

@@ -157,7 +157,7 @@ fn damaged_files_give_errors() {
 fn block_cache_serves_repeated_reads() {
     let bytes = build(3000, options(Compression::Snappy, Some(10), 4096));
     let size = bytes.len() as u64;
-    let cache = crate::cache::BlockCache::new(1 << 20);
+    let cache = crate::sstable::BlockCache::new(1 << 20);
     let t = Table::open(
         Arc::new(bytes),
         "c.ldb",
@@ -204,7 +204,7 @@ fn mapped_tables_read_uncompressed_blocks_in_place() {
             std::fs::write(&path, &bytes).unwrap();
             let file = DiskEnv::new().new_table_reader(&path).unwrap();
             assert!(file.mapped().is_some());
-            let cache = crate::cache::BlockCache::new(1 << 20);
+            let cache = crate::sstable::BlockCache::new(1 << 20);
             let t = Table::open(
                 file,
                 "m.ldb",
