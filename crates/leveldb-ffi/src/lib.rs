@@ -500,9 +500,8 @@ impl WriteBatch {
     /// An empty batch.
     pub fn new() -> Self {
         // SAFETY: plain constructor.
-        WriteBatch {
-            ptr: unsafe { leveldb_writebatch_create() },
-        }
+        let ptr = unsafe { leveldb_writebatch_create() };
+        WriteBatch { ptr }
     }
     /// Adds a put.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {

@@ -42,7 +42,7 @@ fn call_name(state: State, name: NameFn) -> String {
     let Some(f) = name else {
         return String::new();
     };
-    // SAFETY: the caller's callback with its own state (C5).
+    // SAFETY: the caller's callback with its own state (A5).
     let p = unsafe { f(state.0) };
     if p.is_null() {
         return String::new();

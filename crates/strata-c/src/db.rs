@@ -19,14 +19,14 @@ pub struct leveldb_t {
 /// Opens (or creates, per the options) the database `name`; NULL and an error on failure.
 ///
 /// # Safety
-/// `options` is a live options object; `name` a NUL-terminated string; `errptr` as in C2.
+/// `options` is a live options object; `name` a NUL-terminated string; `errptr` as in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_open(
     options: *const leveldb_options_t,
     name: *const c_char,
     errptr: *mut *mut c_char,
 ) -> *mut leveldb_t {
-    // SAFETY: the caller's guarantee; `errptr` as in C2.
+    // SAFETY: the caller's guarantee; `errptr` as in A2.
     unsafe {
         with_errptr(errptr, std::ptr::null_mut(), || {
             let options = leveldb_options_t::sanitized_or_default(options);
@@ -42,7 +42,7 @@ destroy_fn!(
 );
 
 /// # Safety
-/// Live `db` and `options`; `key` holds `keylen` bytes, `val` `vallen`; `errptr` as in C2.
+/// Live `db` and `options`; `key` holds `keylen` bytes, `val` `vallen`; `errptr` as in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_put(
     db: *mut leveldb_t,
@@ -62,7 +62,7 @@ pub unsafe extern "C" fn leveldb_put(
 }
 
 /// # Safety
-/// Live `db` and `options`; `key` holds `keylen` bytes; `errptr` as in C2.
+/// Live `db` and `options`; `key` holds `keylen` bytes; `errptr` as in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_delete(
     db: *mut leveldb_t,
@@ -82,7 +82,7 @@ pub unsafe extern "C" fn leveldb_delete(
 /// Applies `batch` atomically; the caller keeps the batch.
 ///
 /// # Safety
-/// Live `db`, `options` and `batch`; `errptr` as in C2.
+/// Live `db`, `options` and `batch`; `errptr` as in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_write(
     db: *mut leveldb_t,
@@ -102,7 +102,7 @@ pub unsafe extern "C" fn leveldb_write(
 ///
 /// # Safety
 /// Live `db` and `options`; `key` holds `keylen` bytes; `vallen` is writable; `errptr` as
-/// in C2.
+/// in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_get(
     db: *mut leveldb_t,
@@ -234,7 +234,7 @@ pub unsafe extern "C" fn leveldb_compact_range(
 /// Deletes the database `name`.
 ///
 /// # Safety
-/// A live `options`; `name` a NUL-terminated string; `errptr` as in C2.
+/// A live `options`; `name` a NUL-terminated string; `errptr` as in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_destroy_db(
     options: *const leveldb_options_t,
@@ -253,7 +253,7 @@ pub unsafe extern "C" fn leveldb_destroy_db(
 /// Rebuilds the database `name` from whatever is readable (LevelDB's `RepairDB`).
 ///
 /// # Safety
-/// A live `options`; `name` a NUL-terminated string; `errptr` as in C2.
+/// A live `options`; `name` a NUL-terminated string; `errptr` as in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_repair_db(
     options: *const leveldb_options_t,

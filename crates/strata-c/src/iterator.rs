@@ -1,5 +1,5 @@
 //! Iterators: a [`DbIterator`] behind a pointer. Key and value pointers point into the
-//! iterator and stay valid until it moves (C3).
+//! iterator and stay valid until it moves (A3).
 
 use std::ffi::c_char;
 
@@ -120,10 +120,10 @@ pub unsafe extern "C" fn leveldb_iter_value(
     }
 }
 
-/// Stores the iterator's error, if any, in `errptr` (C2).
+/// Stores the iterator's error, if any, in `errptr` (A2).
 ///
 /// # Safety
-/// A live iterator; `errptr` as in C2.
+/// A live iterator; `errptr` as in A2.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn leveldb_iter_get_error(
     it: *const leveldb_iterator_t,
@@ -131,7 +131,7 @@ pub unsafe extern "C" fn leveldb_iter_get_error(
 ) {
     // SAFETY: the caller's guarantee.
     if let Err(e) = unsafe { (*it).it.status() } {
-        // SAFETY: as in C2.
+        // SAFETY: as in A2.
         unsafe { save_error(errptr, &status_string(&e)) };
     }
 }

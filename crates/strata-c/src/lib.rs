@@ -4,17 +4,17 @@
 //! README "LevelDB drop-in").
 //!
 //! Contract, as LevelDB's `db/c.cc` keeps it:
-//! - C1 strings and values returned to the caller come from `malloc`; the caller frees
+//! - A1 strings and values returned to the caller come from `malloc`; the caller frees
 //!   them with `free` or `leveldb_free`.
-//! - C2 errors: a function with an `errptr` leaves it alone on success; on failure it frees
+//! - A2 errors: a function with an `errptr` leaves it alone on success; on failure it frees
 //!   the message already there (if any) and stores a fresh `malloc`'d one. Messages begin
 //!   as LevelDB's `Status::ToString` does (`IO error: `, `Corruption: `, `Invalid argument: `,
 //!   `NotFound: `, `Not implemented: `), so callers that look at the prefix still work.
-//! - C3 an iterator's key and value pointers stay valid until the iterator moves or is
+//! - A3 an iterator's key and value pointers stay valid until the iterator moves or is
 //!   destroyed.
-//! - C4 no Rust panic unwinds into C: functions with an `errptr` report one as an error;
+//! - A4 no Rust panic unwinds into C: functions with an `errptr` report one as an error;
 //!   the others abort, as every `extern "C"` function does on a panic.
-//! - C5 every pointer the caller passes is one this library handed out (or NULL where
+//! - A5 every pointer the caller passes is one this library handed out (or NULL where
 //!   LevelDB allows it) and is used as LevelDB allows: nothing here can check that. Where
 //!   LevelDB's behaviour is undefined, Strata's stays memory safe when it can (an iterator
 //!   or snapshot outliving its database keeps what it reads alive) but is not promised.
@@ -23,6 +23,9 @@
 //! exports nothing else).
 
 #![allow(non_camel_case_types)]
+// A C API: every entry point takes raw pointers, so `unsafe` is the crate's trade, each
+// block with its `SAFETY` argument (clippy's `undocumented_unsafe_blocks` denies one without).
+#![allow(unsafe_code)]
 
 /// Defines `leveldb_*_destroy`-style functions: each frees a box this library handed out.
 macro_rules! destroy_fn {
@@ -62,7 +65,7 @@ pub use snapshot::leveldb_snapshot_t;
 
 use std::ffi::{c_int, c_void};
 
-/// Frees a pointer this library returned (C1).
+/// Frees a pointer this library returned (A1).
 ///
 /// # Safety
 /// `ptr` is NULL or came from this library and was not freed before.

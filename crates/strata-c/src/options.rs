@@ -74,7 +74,7 @@ pub struct leveldb_logger_t {
 /// Runs `f` on the options behind `p` unless it is NULL.
 macro_rules! set {
     ($p:expr, |$o:ident| $body:expr) => {
-        // SAFETY: the caller passes NULL or a live object of this library (C5).
+        // SAFETY: the caller passes NULL or a live object of this library (A5).
         if let Some($o) = unsafe { $p.as_mut() } {
             $body;
         }

@@ -1,5 +1,5 @@
 //! Conversions at the C boundary: borrowed byte ranges, `malloc`'d copies, error
-//! messages in LevelDB's words (C1, C2), and the panic guard (C4).
+//! messages in LevelDB's words (A1, A2), and the panic guard (A4).
 
 use std::ffi::{CStr, c_char};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -33,7 +33,7 @@ pub unsafe fn path(name: *const c_char) -> Result<PathBuf, Error> {
     Ok(PathBuf::from(std::ffi::OsStr::from_bytes(s.to_bytes())))
 }
 
-/// A `malloc`'d copy of `data` (C1); an empty value is still a non-NULL pointer (one byte
+/// A `malloc`'d copy of `data` (A1); an empty value is still a non-NULL pointer (one byte
 /// is asked for), as LevelDB gives on glibc. NULL only if memory ran out.
 pub fn malloc_copy(data: &[u8]) -> *mut c_char {
     // SAFETY: `malloc` may be called with any size.
@@ -61,7 +61,7 @@ pub fn malloc_cstring(s: &str) -> *mut c_char {
     p.cast()
 }
 
-/// An error as LevelDB's `Status::ToString` would word it (C2).
+/// An error as LevelDB's `Status::ToString` would word it (A2).
 pub fn status_string(e: &Error) -> String {
     match e {
         Error::Corruption(c) => format!("Corruption: {c}"),
@@ -79,7 +79,7 @@ pub fn status_string(e: &Error) -> String {
     }
 }
 
-/// Stores `message` in `errptr` (C2): frees what was there; a NULL `errptr` drops it.
+/// Stores `message` in `errptr` (A2): frees what was there; a NULL `errptr` drops it.
 ///
 /// # Safety
 /// `errptr` is NULL or points to a `char*` that is NULL or `malloc`'d.
@@ -94,7 +94,7 @@ pub unsafe fn save_error(errptr: *mut *mut c_char, message: &str) {
     }
 }
 
-/// Runs `f`; an error or a panic is stored in `errptr` and gives `failed` (C2, C4).
+/// Runs `f`; an error or a panic is stored in `errptr` and gives `failed` (A2, A4).
 ///
 /// # Safety
 /// As for [`save_error`].

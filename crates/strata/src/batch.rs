@@ -14,8 +14,9 @@
 //! The encoded batch is the payload of one WAL record. Its first record gets `seqnum`, the
 //! next `seqnum + 1`, and so on.
 //!
-//! Invariant B1: `count` equals the number of records; a decoded batch whose records do
-//! not match its count, or that has bytes after its last record, is corrupt.
+//! Invariant:
+//! - B1 `count` equals the number of records; a decoded batch whose records do
+//!   not match its count, or that has bytes after its last record, is corrupt.
 
 use crate::coding::{Decoder, decode_fixed32, decode_fixed64, put_length_prefixed};
 use crate::error::{Error, Result};

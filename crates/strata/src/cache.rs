@@ -10,14 +10,16 @@
 //! hashing it, so concurrent readers rarely contend.
 //!
 //! Invariants:
-//! - C1 a shard's `usage` is the sum of the charges of its entries.
-//! - C2 after an insert, `usage <= capacity` unless the single newest entry alone exceeds
+//! - BC1 a shard's `usage` is the sum of the charges of its entries.
+//! - BC2 after an insert, `usage <= capacity` unless the single newest entry alone exceeds
 //!   it (then it is dropped at the next insert).
-//! - C3 entries are handed out as `Arc`s: eviction never frees a block a reader holds.
-//! - C4 an evicted block no reader holds gives its buffer to the shard's spares (at most
+//! - BC3 entries are handed out as `Arc`s: eviction never frees a block a reader holds.
+//! - BC4 an evicted block no reader holds gives its buffer to the shard's spares (at most
 //!   `SPARES` per shard), to be read into by the next block read; spares are charged
-//!   like entries (their capacity counts in `usage`, C1 with spares), so the cache never
+//!   like entries (their capacity counts in `usage`, BC1 with spares), so the cache never
 //!   holds more than its capacity, blocks and spares together.
+//! - BC5 `ring[e.slot]` names the key of every entry `e` of a shard's map, and every
+//!   `Some` slot names a key of the map; `None` slots wait in `free`.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -26,13 +28,13 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 const SHARD_BITS: u32 = 4;
 const SHARDS: usize = 1 << SHARD_BITS;
-/// Most spare buffers a shard keeps (C4).
+/// Most spare buffers a shard keeps (BC4).
 const SPARES: usize = 2;
 
 type Key = (u64, u64);
 
 /// What a [`Cache`] holds: a value charged in bytes whose buffer, once no reader holds
-/// it, can be reused to read the next value into (C4).
+/// it, can be reused to read the next value into (BC4).
 pub trait Cached {
     /// The bytes it is charged for.
     fn charge(&self) -> usize;
@@ -93,7 +95,7 @@ struct Slot {
 /// instead of moving it in a list (which touched two neighbours and the head: three cache
 /// misses on a cache far larger than the CPU's).
 ///
-/// R1: `ring[e.slot]` names the key of every entry `e` of `map`, and every `Some` slot
+/// BC5: `ring[e.slot]` names the key of every entry `e` of `map`, and every `Some` slot
 /// names a key of `map`; `None` slots wait in `free`.
 #[derive(Debug)]
 struct Shard<V> {
@@ -104,7 +106,7 @@ struct Shard<V> {
     hand: usize,
     usage: usize,
     capacity: usize,
-    /// Buffers of evicted blocks, to read new blocks into (C4).
+    /// Buffers of evicted blocks, to read new blocks into (BC4).
     spares: Vec<Vec<u8>>,
 }
 
@@ -162,7 +164,7 @@ impl<V: Cached> Shard<V> {
         };
         self.free.push(i);
         self.usage -= slot.charge;
-        // If no reader holds the block, keep its buffer as a spare (C4).
+        // If no reader holds the block, keep its buffer as a spare (BC4).
         if let Some(e) = self.map.remove(&slot.key)
             && self.spares.len() < SPARES
             && let Ok(block) = Arc::try_unwrap(e.block)
@@ -183,7 +185,7 @@ impl<V: Cached> Shard<V> {
         if let Some(i) = self.map.get(&key).map(|e| e.slot) {
             self.remove_index(i);
         }
-        // Spares count like blocks (C4): blocks go first, spares only when none is left.
+        // Spares count like blocks (BC4): blocks go first, spares only when none is left.
         while self.usage + charge > self.capacity {
             if let Some(v) = self.victim() {
                 self.remove_index(v);
@@ -280,7 +282,7 @@ impl<V: Cached> Cache<V> {
     }
 
     /// A buffer to read block `(id, offset)` into before caching it: the bytes of a block
-    /// evicted earlier from the shard it will go to (C4), or an empty one. Its insert then
+    /// evicted earlier from the shard it will go to (BC4), or an empty one. Its insert then
     /// evicts there and leaves the next spare.
     pub fn spare_buffer(&self, id: u64, offset: u64) -> Vec<u8> {
         self.shard(&(id, offset)).take_spare().unwrap_or_default()
@@ -379,7 +381,7 @@ mod tests {
     #[test]
     fn hit_miss_and_clock_eviction() {
         let mut shard = Shard::new(300);
-        // Readers hold every block, so none is kept as a spare (C4) and the charges
+        // Readers hold every block, so none is kept as a spare (BC4) and the charges
         // below are the entries' alone.
         let held: Vec<Arc<Block>> = (0..5).map(|_| block(80)).collect();
         shard.insert((1, 0), Arc::clone(&held[0]), 100);

@@ -6,8 +6,8 @@
 //! holding its own clone goes on reading.
 //!
 //! Invariants:
-//! - O1 after [`OpenFiles::insert`] at most `capacity` files are open.
-//! - O2 every use takes a tick one higher than the last, so the entry with the smallest
+//! - OF1 after [`OpenFiles::insert`] at most `capacity` files are open.
+//! - OF2 every use takes a tick one higher than the last, so the entry with the smallest
 //!   tick is the least recently used.
 
 use crate::cache::NumberMap;
@@ -44,7 +44,7 @@ impl<V: Clone> OpenFiles<V> {
     }
 
     /// Keeps `file` open as `number`, closing the least recently used file first if the
-    /// map is full (O1).
+    /// map is full (OF1).
     pub(crate) fn insert(&mut self, number: u64, file: V) {
         if self.map.len() >= self.capacity
             && !self.map.contains_key(&number)

@@ -563,3 +563,194 @@ fn the_checker_finds_a_cycle_and_only_a_cycle() {
     write("db/flush.rs", "pub struct Flush;\n");
     assert!(cycles(&load_crate(&dir.path().join("toy"))).is_empty());
 }
+
+/// An invariant's definition: where it is stated.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Definition {
+    id: String,
+    /// The file, as `docs/design.md` names it: under `crates/strata/src/`, or from
+    /// `crates/` for another crate.
+    file: String,
+}
+
+fn is_id(s: &str) -> bool {
+    let letters = s.chars().take_while(|c| c.is_ascii_uppercase()).count();
+    let digits = s[letters..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit())
+        .count();
+    (1..=2).contains(&letters) && (1..=2).contains(&digits) && letters + digits == s.len()
+}
+
+/// Every `//! - ID text` line of every crate's sources (test files included: none may
+/// define an id).
+fn invariant_definitions() -> Vec<Definition> {
+    let crates = workspace().join("crates");
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(&crates).unwrap() {
+        let src = e.unwrap().path().join("src");
+        let mut stack = vec![src.clone()];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for e in entries {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                    continue;
+                }
+                if p.extension().is_none_or(|x| x != "rs") {
+                    continue;
+                }
+                let file = match p.strip_prefix(crates.join("strata/src")) {
+                    Ok(rel) => rel.display().to_string(),
+                    Err(_) => p.strip_prefix(&crates).unwrap().display().to_string(),
+                };
+                for line in std::fs::read_to_string(&p).unwrap().lines() {
+                    let Some(rest) = line.trim_start().strip_prefix("//! - ") else {
+                        continue;
+                    };
+                    let id = rest.split_whitespace().next().unwrap_or("");
+                    if is_id(id) {
+                        out.push(Definition {
+                            id: id.to_string(),
+                            file: file.clone(),
+                        });
+                    }
+                }
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The rows of `docs/design.md`'s invariant table.
+fn documented_invariants() -> Vec<Definition> {
+    let design = std::fs::read_to_string(workspace().join("docs/design.md")).unwrap();
+    let mut out = Vec::new();
+    for line in design.lines() {
+        let line = line.replace("\\|", "/"); // an escaped `|` inside a cell
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() == 5 && is_id(cells[1]) {
+            out.push(Definition {
+                id: cells[1].to_string(),
+                file: cells[3].trim_matches('`').to_string(),
+            });
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The durability clauses (`| C1 | ...` rows of `docs/durability.md`).
+fn durability_clauses() -> BTreeSet<String> {
+    let text = std::fs::read_to_string(workspace().join("docs/durability.md")).unwrap();
+    text.lines()
+        .filter_map(|l| l.split('|').nth(1).map(str::trim))
+        .filter(|c| is_id(c))
+        .map(String::from)
+        .collect()
+}
+
+/// Ids cited in the sources' comments as `(ID)`, `(ID, ID)` or `(ID-ID)`: each group in
+/// parentheses made only of ids, with the file it is in.
+fn cited_invariants() -> Vec<(String, String)> {
+    let crates = workspace().join("crates");
+    let mut out = Vec::new();
+    let mut stack = vec![crates.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if !p.ends_with("target") {
+                    stack.push(p);
+                }
+                continue;
+            }
+            if p.extension().is_none_or(|x| x != "rs") {
+                continue;
+            }
+            for line in std::fs::read_to_string(&p).unwrap().lines() {
+                let Some(at) = line.find("//") else {
+                    continue;
+                };
+                let comment = &line[at..];
+                let mut rest = comment;
+                while let Some(open) = rest.find('(') {
+                    let Some(close) = rest[open..].find(')') else {
+                        break;
+                    };
+                    let group = &rest[open + 1..open + close];
+                    let words: Vec<&str> = group
+                        .split(|c: char| c == ',' || c == '-' || c == '–' || c.is_whitespace())
+                        .filter(|w| !w.is_empty() && *w != "and")
+                        .collect();
+                    if !words.is_empty() && words.iter().all(|w| is_id(w)) {
+                        for w in words {
+                            out.push((w.to_string(), p.display().to_string()));
+                        }
+                    }
+                    rest = &rest[open + close + 1..];
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_invariant_is_defined_once_and_documented() {
+    let defined = invariant_definitions();
+    let documented = documented_invariants();
+    let clauses = durability_clauses();
+    let mut problems = Vec::new();
+    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    for d in &defined {
+        if let Some(other) = seen.insert(&d.id, &d.file) {
+            problems.push(format!(
+                "{} is defined twice: in {other} and {}",
+                d.id, d.file
+            ));
+        }
+        if clauses.contains(&d.id) {
+            problems.push(format!(
+                "{} in {} is also a durability clause",
+                d.id, d.file
+            ));
+        }
+        if !documented.contains(d) {
+            problems.push(format!(
+                "{} ({}) is not in docs/design.md's table under that file",
+                d.id, d.file
+            ));
+        }
+    }
+    for d in &documented {
+        if !defined.contains(d) {
+            problems.push(format!(
+                "docs/design.md lists {} in {}, which does not define it",
+                d.id, d.file
+            ));
+        }
+    }
+    let known: BTreeSet<&str> = defined
+        .iter()
+        .map(|d| d.id.as_str())
+        .chain(clauses.iter().map(String::as_str))
+        .collect();
+    for (id, file) in cited_invariants() {
+        if !known.contains(id.as_str()) {
+            problems.push(format!("{file} cites {id}, which is defined nowhere"));
+        }
+    }
+    problems.sort();
+    problems.dedup();
+    assert!(
+        problems.is_empty(),
+        "{} problems:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}

@@ -86,9 +86,8 @@ impl EngineKind for KyotoKind {
         let path = CString::new(path)?;
         // SAFETY: the database object is created here and owned by `Kyoto`, whose Drop
         // closes and deletes it.
-        let engine = Kyoto {
-            db: unsafe { kcdbnew() },
-        };
+        let db = unsafe { kcdbnew() };
+        let engine = Kyoto { db };
         // SAFETY: live object, NUL-terminated path.
         if unsafe { kcdbopen(engine.db, path.as_ptr(), KCOWRITER | KCOCREATE) } == 0 {
             return Err(engine.error("open"));

@@ -226,8 +226,8 @@ fn bytes<'a>(p: *const c_void, len: usize) -> &'a [u8] {
 
 impl Engine for WiredTiger {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
-        // SAFETY: slices valid for the call; WiredTiger copies them.
         self.write(sync, |s| {
+            // SAFETY: slices valid for the call; WiredTiger copies them.
             check(unsafe {
                 st_wt_put(
                     s.cursor,

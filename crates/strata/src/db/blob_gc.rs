@@ -13,10 +13,11 @@
 //! - Either way the old ref counts as garbage of its file; once all of a file's refs are
 //!   garbage the file is dead and deleted (X3).
 //!
-//! Invariant X4: every ref a compaction reads is accounted exactly once, as kept (nothing
-//! to record), dropped or rewritten (garbage of its file), and every ref it writes into
-//! a new blob file is counted in that file's refs; the blob files it writes are synced
-//! before its edit names them, and removed if it fails.
+//! Invariant:
+//! - X4 every ref a compaction reads is accounted exactly once, as kept (nothing
+//!   to record), dropped or rewritten (garbage of its file), and every ref it writes into
+//!   a new blob file is counted in that file's refs; the blob files it writes are synced
+//!   before its edit names them, and removed if it fails.
 
 use std::collections::BTreeMap;
 

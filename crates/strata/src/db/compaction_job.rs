@@ -9,10 +9,11 @@
 //! whose numbers sit in `pending_outputs` until the edit names them. The outputs of all
 //! shards, in shard order, form one edit: the compaction is installed whole or not at all.
 //!
-//! J1: each shard hands its finished tables to a syncer thread of its own and goes on
-//! merging while the disk writes them (an output's fdatasync took about 2 ms here, per
-//! 2 MB table); the shard ends only when all its tables are synced, so the edit names
-//! synced tables only, as before.
+//! Invariant:
+//! - J1 each shard hands its finished tables to a syncer thread of its own and goes on
+//!   merging while the disk writes them (an output's fdatasync took about 2 ms here, per
+//!   2 MB table); the shard ends only when all its tables are synced, so the edit names
+//!   synced tables only, as before.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -6,9 +6,10 @@
 //! deletions. Going forward, the merge sits on the entry shown; going backward, it sits
 //! before all entries of the shown key, whose value is kept in `saved_value`.
 //!
-//! I3: while the cursor is valid, `saved_key` holds the user key shown, in either
-//! direction. Going forward it is also the key whose older versions the next step
-//! skips, so a step copies each key once and `key()` reads no child.
+//! Invariant:
+//! - I3 while the cursor is valid, `saved_key` holds the user key shown, in either
+//!   direction. Going forward it is also the key whose older versions the next step
+//!   skips, so a step copies each key once and `key()` reads no child.
 
 use std::ops::Bound;
 use std::sync::Arc;

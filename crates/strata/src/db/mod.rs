@@ -661,8 +661,10 @@ impl Db {
     }
 
     /// Rebuilds the manifest from whatever tables and logs are readable, as LevelDB's
-    /// `RepairDB` does: every log becomes a table, every readable table is kept (at level
-    /// 0), unreadable ones are moved to `lost/`.
+    /// `RepairDB` does: every log becomes a table, every table that reads cleanly is kept
+    /// and unreadable ones are moved to `lost/`; then all of them are merged, the newest
+    /// version of each key first, into fresh tables at level 1 (LevelDB leaves them at
+    /// level 0, where an older table could shadow newer values).
     pub fn repair(path: impl AsRef<Path>, options: Options) -> Result<()> {
         repair::repair(path.as_ref(), options)
     }

@@ -5,6 +5,10 @@
 //! Each writer sleeps on its own condition variable, and only when it must: a leader wakes
 //! the members of its group and the next leader, and only those that are asleep, so a
 //! writer alone never makes a wake-up system call.
+//!
+//! Invariant:
+//! - W4 a synced write is acknowledged only after every older log still open is synced
+//!   (a switch leaves the old log unsynced; the first synced write after it pays).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -6,6 +6,10 @@
 //! Keys are internal keys; they are unique across children (every write has its own
 //! seqnum), so ties do not arise. An error in any child makes the merge invalid and is
 //! reported by `status`: a damaged child never silently drops out of the merge.
+//!
+//! Invariant:
+//! - I4 `live[i]` is child `i`'s validity after its last move, whenever the merge is not
+//!   in the middle of moving its children.
 
 use std::cmp::Ordering;
 

@@ -403,10 +403,12 @@ impl SkipList {
             // SAFETY: `x` is the head or a published node with a tower above `level`
             // (it was reached at `level` or above).
             let next = unsafe { Node::next(x, level).load(Ordering::Acquire) };
+            if next.is_null() {
+                return (x, next);
+            }
             // SAFETY: a non-null forward pointer is a published node (S3).
-            if !next.is_null()
-                && target.node_cmp(order, unsafe { Node::key(next) }) == CmpOrdering::Less
-            {
+            let key = unsafe { Node::key(next) };
+            if target.node_cmp(order, key) == CmpOrdering::Less {
                 x = next;
             } else {
                 return (x, next);

@@ -6,7 +6,7 @@
 //!          | key[shared..] (non_shared bytes) | value (value_len bytes)
 //! ```
 //!
-//! Fences (B1): a block whose keys are internal keys over bytewise user keys can carry a
+//! Fences (T5): a block whose keys are internal keys over bytewise user keys can carry a
 //! summary of its restart keys, built when it is read: the bytes every restart's user key
 //! starts with, and for each restart the next 8 bytes of its user key as a big-endian
 //! word. A seek then binary-searches those words, one small array, and reads a restart's
@@ -15,6 +15,10 @@
 //! Words decide only strict order: a word below the target's means a user key below the
 //! target's (both start with the same bytes; zero padding can only make a key look
 //! smaller when it is a prefix of the other, so also smaller), and the same above.
+//!
+//! Invariant:
+//! - T5 a seek on a block with fences lands where the same seek on the same bytes
+//!   without fences would.
 //!
 //! A block's bytes are untrusted. [`Block::new`] checks the restart array (every restart
 //! offset inside the entry area); the iterator checks each entry as it decodes it and,
@@ -37,7 +41,7 @@ pub struct Block {
     /// Offset of the restart array; entries live in `data[..restarts]`.
     restarts: usize,
     num_restarts: usize,
-    /// B1, empty when the block has none: `fences[i]` for restart `i` is the word of its
+    /// T5, empty when the block has none: `fences[i]` for restart `i` is the word of its
     /// user key's 8 bytes after the first `fence_skip` (zero-padded), and
     /// `fences[num_restarts..]` hold those first `fence_skip` bytes, which every restart's
     /// user key shares, 8 to a word (zero-padded).
@@ -160,7 +164,7 @@ impl Block {
         Ok(block)
     }
 
-    /// [`Block::new`], with fences (B1) when the block has at least two restarts and
+    /// [`Block::new`], with fences (T5) when the block has at least two restarts and
     /// every restart key is undamaged. Only for blocks of internal keys whose user keys
     /// are ordered bytewise: a seek uses the fences only under such an order.
     pub fn with_fences(data: Vec<u8>) -> Result<Self> {
@@ -429,7 +433,7 @@ impl<O: KeyOrder> Cursor for BlockIter<O> {
             return self.invalidate();
         }
         // Binary search for the last restart point whose key is before the target, on the
-        // fences where they decide (B1).
+        // fences where they decide (T5).
         let place = if self.order.internal_bytewise() {
             self.block.place(target)
         } else {
@@ -686,7 +690,7 @@ mod tests {
     }
 
     proptest! {
-        /// B1: seeks on a block with fences land where seeks on the same bytes without
+        /// T5: seeks on a block with fences land where seeks on the same bytes without
         /// fences do, for every target (stored keys, their neighbours, other prefixes).
         #[test]
         fn fences_change_no_seek(

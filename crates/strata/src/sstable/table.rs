@@ -190,7 +190,7 @@ impl Table {
         self.index.iter(self.order.clone())
     }
 
-    /// An index or data block's bytes as a [`Block`], with fences (B1 in `block.rs`) when
+    /// An index or data block's bytes as a [`Block`], with fences (T5 in `block.rs`) when
     /// user keys are ordered bytewise.
     fn decode_block(order: &InternalOrder, data: Vec<u8>) -> Result<Block> {
         if order.user().is_bytewise() {

@@ -142,7 +142,7 @@ pub fn all() -> Vec<OptionSet> {
         OptionSet {
             verify_checksums: false,
             fill_cache: false,
-            ..set("large-plain", false, large_plain)
+            ..set("large-plain", true, large_plain)
         },
         OptionSet {
             fill_cache: false,
