@@ -10,6 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::info_log::info_log;
+pub(super) use super::state::{Paused, Step};
 use super::{DbInner, State};
 use crate::error::Error;
 
@@ -37,26 +38,6 @@ impl Failure {
             other => Failure::Stop(other),
         }
     }
-}
-
-/// Which background step is paused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Step {
-    /// The immutable memtable's flush: writes that need its room fail meanwhile.
-    Flush,
-    /// A compaction: flushes go on; writes fail only once level 0 is at its stop trigger.
-    Compaction,
-}
-
-/// The state a paused background step leaves (see the module docs).
-#[derive(Debug)]
-pub(super) struct Paused {
-    /// What failed; writes that must wait for the step get it.
-    pub(super) error: Error,
-    /// What failed.
-    pub(super) step: Step,
-    /// When the background thread tries again by itself (`None`: only `Db::resume`).
-    pub(super) retry_at: Option<Instant>,
 }
 
 pub(super) fn record_failure(db: &DbInner, st: &mut State, f: Failure, step: Step) {

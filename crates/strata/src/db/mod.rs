@@ -22,16 +22,8 @@
 //! `flush` < `compaction_job` < `background` < `write` < `manual`; `recover` and `repair`
 //! use `table_file`, `flush` and `obsolete`.
 //!
-//! One mutex guards [`State`]; the WAL and table I/O happen outside it. Invariants:
-//! - D1 only the write-group leader appends to the WAL and inserts into the memtable.
-//! - D2 `versions.last_seqnum` only covers writes fully in the memtable: readers never see
-//!   a seqnum whose write is half applied.
-//! - D3 after a failed WAL or manifest write or sync, `bg_error` is set and every later
-//!   write fails with it; reads go on.
-//! - D5 while a flush or compaction is paused (`bg_paused`, C7), writes that fit in the
-//!   memtable go on and writes that would wait for the paused step fail with its error
-//!   rather than wait; the step runs again at its retry time or at `Db::resume`.
-//! - D4 a file is deleted only if no live version, pending output or needed log names it.
+//! `state.rs` holds what the state mutex guards and the invariants over it (D1-D5);
+//! `pinned.rs` the values `get_pinned` returns.
 
 mod background;
 mod blob_gc;
@@ -44,159 +36,42 @@ mod iter;
 mod level_iter;
 mod manual;
 mod obsolete;
+mod pinned;
 mod props;
 mod recover;
 mod repair;
+mod state;
 mod table_file;
 mod verify;
 
+pub use pinned::PinnedSlice;
 pub use props::Counters;
+use state::{
+    DEFAULT_BLOCK_CACHE, DbInner, LevelStats, ManualCompaction, SharedBlobWriter, State, Writer,
+    memtable_for,
+};
 pub use verify::VerifyReport;
 mod write;
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ops::{Bound, RangeBounds};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 pub use iter::{DbIterator, KeyValue, Range};
 pub use level_iter::LevelIter;
 
 use crate::batch::WriteBatch;
-use crate::blob::{BlobStore, BlobWriter};
-use crate::env::{Env, FileLock, WritableFile};
 use crate::error::{Error, Result};
-use crate::filename;
 use crate::iter::{BoxCursor, ErrorCursor, MergingIter};
 use crate::key::ValueType;
-use crate::log::LogWriter;
-use crate::memtable::{Lookup, MemTable};
+use crate::memtable::Lookup;
 use crate::options::{Options, ReadOptions, WriteOptions};
-use crate::snapshot::{Snapshot, SnapshotList};
+use crate::snapshot::Snapshot;
 use crate::sstable::BlockCache;
 use crate::sstable::BlockReads;
-use crate::table_cache::TableCache;
-use crate::version::{GetResult, NUM_LEVELS, VersionEdit, VersionSet};
-
-/// Size of the block cache a database makes for itself when none is given.
-const DEFAULT_BLOCK_CACHE: usize = 8 << 20;
-
-/// A waiting write: one batch (or a request to switch memtables) and its outcome.
-#[derive(Debug)]
-struct Writer {
-    /// Taken by the writer itself when it leads; read by a leader that groups it.
-    batch: Mutex<Option<WriteBatch>>,
-    /// A request to switch memtables rather than a write.
-    is_switch: bool,
-    sync: bool,
-    outcome: Mutex<Option<Result<()>>>,
-    /// Signalled when this writer has its outcome or has reached the front of the queue.
-    cv: Condvar,
-    /// True while the writer sleeps on `cv`; read and written only under the state mutex,
-    /// so a leader signals a writer only when it waits (a wake costs a system call).
-    waiting: AtomicBool,
-}
-
-/// A `compact_range` request for one level, run by the background thread.
-#[derive(Debug)]
-struct ManualCompaction {
-    level: usize,
-    /// Compact `level` into itself (`compaction::in_place_compaction`) rather than into
-    /// the next level.
-    in_place: bool,
-    begin: Option<Vec<u8>>,
-    end: Option<Vec<u8>>,
-    done: bool,
-    /// Why it stopped early, if it failed.
-    error: Option<Error>,
-}
-
-/// Per-level compaction figures, for `leveldb.stats`.
-#[derive(Debug, Default, Clone, Copy)]
-struct LevelStats {
-    micros: u64,
-    bytes_read: u64,
-    bytes_written: u64,
-    count: u64,
-}
-
-/// What the state mutex guards.
-struct State {
-    mem: Arc<MemTable>,
-    /// Full memtables waiting for their flush, oldest first, each with the number of its
-    /// WAL (and blob file); at most `Options::max_write_buffer_number - 1`. Flushed in
-    /// order, so the oldest's WAL is the oldest one needed. Copied on write: a lookup
-    /// takes the list with one reference count, and a switch or flush that finds it held
-    /// copies the few entries.
-    imm: Arc<Vec<(u64, Arc<MemTable>)>>,
-    /// The WAL; taken out by the write leader while it writes (D1).
-    log: Option<LogWriter<dyn WritableFile>>,
-    log_file_number: u64,
-    /// Older WALs (with their numbers) left unsynced at a memtable switch, still open so
-    /// that the first synced write after the switch can sync them before it is
-    /// acknowledged (W4). Dropped unsynced once a flush makes them obsolete.
-    unsynced_logs: Vec<(u64, LogWriter<dyn WritableFile>)>,
-    /// The current WAL's blob file (value separation), made by the first large value
-    /// written to that WAL; taken out by the write leader with the log (D1).
-    blob: Option<BlobWriter>,
-    /// Blob files of older WALs, from their switch until their WAL is obsolete: a synced
-    /// write syncs them first (W4, as `unsynced_logs`) and the flush that names them
-    /// syncs them (X1), each through the writer's lock, so a file whose sync failed is
-    /// never synced again (its writer remembers the failure).
-    older_blobs: Vec<(u64, SharedBlobWriter)>,
-    /// Refs written per blob file the manifest does not name yet, as (refs, record
-    /// bytes); the flush that retires their WAL names them (X3).
-    blob_counts: BTreeMap<u64, (u64, u64)>,
-    /// Flushed memtables readers may still hold (an iterator, a lookup in flight), with
-    /// their WAL numbers: such a memtable can still lead a reader to its WAL's blob file,
-    /// which is kept while it lives even if every table's ref to it is gone (X3).
-    retired_mems: Vec<(u64, std::sync::Weak<MemTable>)>,
-    versions: VersionSet,
-    writers: VecDeque<Arc<Writer>>,
-    bg_error: Option<Error>,
-    /// A flush or compaction that failed in a way that can pass, waiting to run again
-    /// (see `background.rs`).
-    bg_paused: Option<failure::Paused>,
-    /// How many times paused background work was tried again.
-    bg_retries: u64,
-    /// Background steps paused in a row since one last succeeded (for `LOG`).
-    bg_pause_streak: u64,
-    bg_scheduled: bool,
-    manual: Option<ManualCompaction>,
-    pending_outputs: HashSet<u64>,
-    level_stats: [LevelStats; NUM_LEVELS],
-    stall_micros: u64,
-    /// Compaction shards merged by helper threads.
-    helper_shards: u64,
-    slowdowns: u64,
-    stops: u64,
-    flushes: u64,
-    /// What recovery dropped or skipped when this database opened (`strata.recovery`).
-    recovery_notes: Vec<String>,
-}
-
-/// A blob writer that a synced write and a flush may both sync.
-type SharedBlobWriter = Arc<Mutex<BlobWriter>>;
-
-pub(crate) struct DbInner {
-    dir: PathBuf,
-    options: Options,
-    env: Arc<dyn Env>,
-    table_cache: Arc<TableCache>,
-    /// The open blob files (value separation, `crate::blob`).
-    blobs: Arc<BlobStore>,
-    snapshots: Arc<SnapshotList>,
-    state: Mutex<State>,
-    /// Signalled when background work is requested or finishes.
-    bg_cv: Condvar,
-    shutting_down: AtomicBool,
-    /// True while a full memtable waits for its flush (read without the lock by
-    /// a running compaction, which then flushes first).
-    has_imm: AtomicBool,
-    _lock: Box<dyn FileLock>,
-}
+use crate::version::GetResult;
 
 /// An open database. Share it between threads with `Arc`; dropping it waits for the
 /// background thread and releases the lock.
@@ -210,95 +85,6 @@ impl std::fmt::Debug for Db {
         f.debug_struct("Db")
             .field("dir", &self.inner.dir)
             .finish_non_exhaustive()
-    }
-}
-
-/// An empty memtable for `options`: its write buffer, cut into runs as they ask.
-fn memtable_for(options: &Options) -> MemTable {
-    MemTable::for_write_buffer(
-        options.write_buffer_size,
-        options.memtable_run_size,
-        options.internal_order(),
-    )
-}
-
-impl DbInner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // Code under this lock does not panic on data (errors are values); if a bug ever
-        // panics while holding it, later callers still see a consistent-enough state to
-        // report errors, so poisoning is not propagated.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wait<'a>(&self, cv: &Condvar, guard: MutexGuard<'a, State>) -> MutexGuard<'a, State> {
-        cv.wait(guard).unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn wait_timeout<'a>(
-        &self,
-        cv: &Condvar,
-        guard: MutexGuard<'a, State>,
-        timeout: std::time::Duration,
-    ) -> MutexGuard<'a, State> {
-        match cv.wait_timeout(guard, timeout) {
-            Ok((g, _)) => g,
-            Err(p) => p.into_inner().0,
-        }
-    }
-
-    /// An empty memtable cut into runs as the options ask.
-    fn new_memtable(&self) -> MemTable {
-        memtable_for(&self.options)
-    }
-
-    /// Creates write-ahead log `number` (mapped unless `Options::mmap_wal` is off).
-    fn new_log_file(&self, number: u64) -> Result<Box<dyn WritableFile>> {
-        self.new_appended_file(&filename::log(&self.dir, number))
-    }
-
-    /// A writer for the new blob file `number`, its readers told it grows (read with
-    /// `pread` until sealed). The file is written, as the WAL is, through a memory map
-    /// when `Options::mmap_wal` is on: an append is a copy into the page cache, where
-    /// readers' `pread` finds it at once (X1) without a `write(2)` per group.
-    fn new_blob_writer(&self, number: u64) -> Result<BlobWriter> {
-        self.blobs.begin_writing(number);
-        let file = self.new_appended_file(&filename::blob(&self.dir, number))?;
-        // Compressed values only with a threshold: the manifest's flag says compressed
-        // refs may exist exactly when both are on (`blob_gc::separation_change`).
-        let compress = self.options.blob_compression && self.options.blob_threshold > 0;
-        Ok(BlobWriter::new(file, number)?.with_compression(compress))
-    }
-
-    fn new_appended_file(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        if self.options.mmap_wal {
-            self.env.new_log(path)
-        } else {
-            self.env.new_writable(path)
-        }
-    }
-
-    fn table_path(&self, number: u64) -> PathBuf {
-        filename::table(&self.dir, number)
-    }
-
-    /// `log_and_apply` with the state mutex released while the manifest is appended and
-    /// synced: readers and writers go on meanwhile. Sound because only the background
-    /// thread edits the version set while the database is open (V4), so nothing installs a
-    /// version between the edit's preparation and its installation.
-    fn apply_edit<'a>(
-        &'a self,
-        mut st: MutexGuard<'a, State>,
-        edit: &mut VersionEdit,
-    ) -> (MutexGuard<'a, State>, Result<()>) {
-        let mut pending = match st.versions.prepare_edit(edit) {
-            Ok(p) => p,
-            Err(e) => return (st, Err(e)),
-        };
-        drop(st);
-        let written = pending.write();
-        st = self.lock();
-        let applied = st.versions.finish_edit(pending, written);
-        (st, applied)
     }
 }
 
@@ -432,11 +218,11 @@ impl Db {
         self.lookup(
             key.as_ref(),
             options,
-            |v| PinnedSlice(Pinned::Owned(v)),
+            PinnedSlice::owned,
             |tables, f, ikey, reads| {
                 Ok(tables
                     .get_version_pinned(f.number, f.size, ikey, reads)?
-                    .map(|(ty, v)| (ty, PinnedSlice(Pinned::Block(v)))))
+                    .map(|(ty, v)| (ty, PinnedSlice::block(v))))
             },
         )
     }
@@ -693,56 +479,5 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
-    }
-}
-
-/// A value read by [`Db::get_pinned`]: a view into the table block that holds it (which
-/// it keeps alive), or a copy when the value came from the memtable. Dereferences to
-/// `[u8]`.
-#[derive(Debug, Clone)]
-pub struct PinnedSlice(Pinned);
-
-#[derive(Debug, Clone)]
-enum Pinned {
-    Owned(Vec<u8>),
-    Block(crate::sstable::BlockSlice),
-}
-
-impl PinnedSlice {
-    /// The value as an owned vector: moved out when the view already owns a copy (a
-    /// value from the memtable or a blob file), copied out of its block otherwise.
-    pub fn into_vec(self) -> Vec<u8> {
-        match self.0 {
-            Pinned::Owned(v) => v,
-            Pinned::Block(b) => b.to_vec(),
-        }
-    }
-
-    /// True when the view owns its bytes (no block is pinned): [`PinnedSlice::into_vec`]
-    /// then costs nothing.
-    pub fn is_owned(&self) -> bool {
-        matches!(self.0, Pinned::Owned(_))
-    }
-}
-
-impl std::ops::Deref for PinnedSlice {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        match &self.0 {
-            Pinned::Owned(v) => v,
-            Pinned::Block(b) => b,
-        }
-    }
-}
-
-impl AsRef<[u8]> for PinnedSlice {
-    fn as_ref(&self) -> &[u8] {
-        self
-    }
-}
-
-impl PartialEq<[u8]> for PinnedSlice {
-    fn eq(&self, other: &[u8]) -> bool {
-        **self == *other
     }
 }
