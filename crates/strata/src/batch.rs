@@ -32,7 +32,9 @@ pub enum BatchOp<'a> {
     Put(&'a [u8], &'a [u8]),
     /// Remove `key`.
     Delete(&'a [u8]),
-    /// Set `key` to the value an encoded [`crate::blob::BlobRef`] points to.
+    /// Set `key` to the value an encoded [`crate::blob::BlobRef`] points to: seen only in
+    /// batches read back from a write-ahead log written with value separation on (a
+    /// batch a user builds never holds one).
     BlobRef(&'a [u8], &'a [u8]),
 }
 
@@ -123,7 +125,7 @@ impl WriteBatch {
     }
 
     /// Sets the seqnum of the first operation.
-    pub fn set_seqnum(&mut self, seqnum: SeqNum) {
+    pub(crate) fn set_seqnum(&mut self, seqnum: SeqNum) {
         self.rep[..8].copy_from_slice(&seqnum.to_le_bytes());
     }
 

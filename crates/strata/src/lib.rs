@@ -83,6 +83,7 @@ pub mod snapshot;
 pub mod sstable;
 #[doc(hidden)]
 pub mod table_cache;
+pub mod testing;
 #[doc(hidden)]
 pub mod version;
 

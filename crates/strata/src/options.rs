@@ -257,7 +257,7 @@ impl Options {
     }
 
     /// The table layout these options ask for.
-    pub fn table_options(&self) -> TableOptions {
+    pub(crate) fn table_options(&self) -> TableOptions {
         let filter = match (&self.filter_policy, self.bloom_bits_per_key) {
             (Some(p), _) => Some(Filter::Custom(Arc::clone(p))),
             (None, Some(bits)) => Some(Filter::Bloom(BloomPolicy::new(bits))),
@@ -275,7 +275,7 @@ impl Options {
     /// How the database's tables are read: its key order, and its filter policy (or
     /// LevelDB's Bloom filter when it has none, so tables LevelDB wrote with one are read
     /// with it).
-    pub fn table_format(&self) -> TableFormat {
+    pub(crate) fn table_format(&self) -> TableFormat {
         TableFormat {
             order: self.internal_order(),
             filter: Some(match &self.filter_policy {
@@ -286,7 +286,7 @@ impl Options {
     }
 
     /// The internal-key order over `comparator`.
-    pub fn internal_order(&self) -> InternalOrder {
+    pub(crate) fn internal_order(&self) -> InternalOrder {
         InternalOrder::new(UserOrder::new(self.comparator.as_ref()))
     }
 }

@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use strata::env::{CrashEnv, Damage, Event};
+use strata::testing::{CrashEnv, Damage, Event};
 use strata::{Db, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

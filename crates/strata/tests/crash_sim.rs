@@ -23,7 +23,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::{Rng, env_u64};
-use strata::env::{CrashEnv, Damage};
+use strata::testing::{CrashEnv, Damage};
 use strata::{Db, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

@@ -15,7 +15,8 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use strata::env::{Call, Env, Fault, FaultEnv, MemEnv};
+use strata::env::{Env, MemEnv};
+use strata::testing::{Call, Fault, FaultEnv};
 use strata::{Db, Error, Options};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

@@ -13,7 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata::env::{Call, Env, Fault, FaultEnv, MemEnv};
+use strata::env::{Env, MemEnv};
+use strata::testing::{Call, Fault, FaultEnv};
 use strata::{Db, Options, WriteOptions};
 
 fn options(env: Arc<dyn Env>) -> Options {

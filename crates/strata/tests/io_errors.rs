@@ -19,7 +19,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use strata::env::{Call, CrashEnv, Damage, Env, Fault, FaultEnv};
+use strata::env::Env;
+use strata::testing::{Call, CrashEnv, Damage, Fault, FaultEnv};
 use strata::{Db, Options, WriteBatch, WriteOptions};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;

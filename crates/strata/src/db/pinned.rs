@@ -1,7 +1,7 @@
 //! [`PinnedSlice`]: a value `Db::get_pinned` returns without copying it: a view into the
 //! memtable's entry or the table block that holds it, which it keeps alive.
 
-/// A value read by [`Db::get_pinned`]: a view into the table block that holds it (which
+/// A value read by [`Db::get_pinned`](crate::Db::get_pinned): a view into the table block that holds it (which
 /// it keeps alive), or a copy when the value came from the memtable. Dereferences to
 /// `[u8]`.
 #[derive(Debug, Clone)]

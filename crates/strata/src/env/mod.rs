@@ -1,8 +1,9 @@
 //! The filesystem seam: every byte the engine reads or writes goes through [`Env`].
 //!
 //! [`DiskEnv`] is the real filesystem; [`MemEnv`] keeps files in memory for tests and
-//! benchmarks. Fault-injecting and crash-simulating filesystems are further
-//! implementations of the same traits, so no engine code touches `std::fs` directly.
+//! benchmarks. Fault-injecting and crash-simulating filesystems (`crate::testing`) are
+//! further implementations of the same traits, so no engine code touches `std::fs`
+//! directly.
 //!
 //! Contracts every implementation keeps:
 //! - E1 `RandomAccessFile::read_at` fills the buffer unless the file ends first; it returns
@@ -13,9 +14,9 @@
 //! - E4 a file lock excludes every other holder, in this process or another, until the
 //!   [`FileLock`] is dropped.
 
-mod crash;
+pub(crate) mod crash;
 mod disk;
-mod fault;
+pub(crate) mod fault;
 mod mapped;
 mod mapped_read;
 mod mem;
@@ -25,9 +26,7 @@ use std::fmt::Debug;
 use std::path::Path;
 use std::sync::Arc;
 
-pub use crash::{CrashEnv, Damage, Event, Trace};
 pub use disk::DiskEnv;
-pub use fault::{Call, Fault, FaultEnv};
 pub use mapped_read::MappedBytes;
 pub use mem::MemEnv;
 
