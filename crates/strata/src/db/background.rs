@@ -49,7 +49,11 @@ pub(super) fn run(db: &Arc<DbInner>) {
 
 /// Asks the background thread to run if there is work for it.
 pub(super) fn maybe_schedule(db: &DbInner, st: &mut State) {
-    if st.bg_scheduled || st.bg_error.is_some() || db.shutting_down.load(Ordering::Acquire) {
+    if db.read_only
+        || st.bg_scheduled
+        || st.bg_error.is_some()
+        || db.shutting_down.load(Ordering::Acquire)
+    {
         return;
     }
     if let Some(p) = &st.bg_paused {

@@ -95,6 +95,9 @@ pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8
 /// started before the caller fixed the cause, so it is waited for first: its failure is
 /// not this call's, and what it paused is retried.
 pub(super) fn resume(db: &DbInner) -> Result<()> {
+    if db.read_only {
+        return Err(write::read_only_error(&db.dir));
+    }
     let mut st = db.lock();
     while st.bg_scheduled && st.bg_error.is_none() && !db.shutting_down.load(Ordering::Acquire) {
         st = db.wait(&db.bg_cv, st);

@@ -109,7 +109,11 @@ pub const MAX_VALUE_SIZE: usize = (1 << 31) - 1;
 impl Db {
     /// Opens the database in `path`.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let inner = Arc::new(recover::open(path.as_ref(), options)?);
+        let inner = Arc::new(recover::open(
+            path.as_ref(),
+            options,
+            recover::Mode::ReadWrite,
+        )?);
         let bg = Arc::clone(&inner);
         let handle = std::thread::Builder::new()
             .name("strata-bg".into())
@@ -122,6 +126,26 @@ impl Db {
         Ok(Db {
             inner,
             background: Mutex::new(Some(handle)),
+        })
+    }
+
+    /// Opens the database in `path` for reading only, as RocksDB's `OpenForReadOnly`:
+    /// nothing in its directory is created, renamed, written or deleted (no new manifest
+    /// or log, no `LOG` rotation, no flush, no compaction). The logs a writer left are
+    /// replayed into memory, so reads see every write that reached them. The database's
+    /// lock is taken for as long as the `Db` lives, so a running writer makes this fail
+    /// with `Error::Locked` (a writer that opened later would change files under the
+    /// reader). Writes, `flush`, `compact_range` and `resume` fail with
+    /// `Error::NotSupported`. `create_if_missing` and `error_if_exists` are ignored.
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
+        let inner = Arc::new(recover::open(
+            path.as_ref(),
+            options,
+            recover::Mode::ReadOnly,
+        )?);
+        Ok(Db {
+            inner,
+            background: Mutex::new(None),
         })
     }
 

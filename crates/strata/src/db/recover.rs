@@ -48,12 +48,24 @@ pub(super) fn take_lock(env: &dyn Env, dir: &Path) -> Result<Box<dyn crate::env:
     })
 }
 
-/// Opens (or creates) the database in `dir`.
-pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
+/// How a database is opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Mode {
+    /// For reading and writing: recovery flushes the logs it replays, writes a new manifest
+    /// and log, and deletes obsolete files.
+    ReadWrite,
+    /// For reading only: the logs are replayed into memtables held in memory and nothing
+    /// in the directory is created, renamed, written or deleted (`Db::open_read_only`).
+    ReadOnly,
+}
+
+/// Opens (or, read-write, creates) the database in `dir`.
+pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> {
     options.validate()?;
     let env = Arc::clone(&options.env);
+    let read_only = mode == Mode::ReadOnly;
     if !env.exists(dir) {
-        if !options.create_if_missing {
+        if read_only || !options.create_if_missing {
             return Err(Error::NotFound(format!(
                 "{}: database does not exist (create_if_missing is false)",
                 dir.display()
@@ -84,7 +96,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
                 ),
             ));
         }
-        if !options.create_if_missing {
+        if read_only || !options.create_if_missing {
             return Err(Error::NotFound(format!(
                 "{}: database does not exist (create_if_missing is false)",
                 dir.display()
@@ -120,7 +132,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     // The previous run's LOG becomes LOG.old, as in LevelDB (only now: an open refused
     // above leaves the directory as it found it).
     let log = dir.join("LOG");
-    if env.exists(&log) {
+    if !read_only && env.exists(&log) {
         let _ = env.rename(&log, &dir.join("LOG.old"));
     }
 
@@ -186,6 +198,7 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
         bg_cv: Condvar::new(),
         shutting_down: AtomicBool::new(false),
         has_imm: AtomicBool::new(false),
+        read_only,
         _lock: lock,
         options,
     };
@@ -193,6 +206,9 @@ pub(super) fn open(dir: &Path, options: Options) -> Result<DbInner> {
     let manifest_notes = std::mem::take(&mut db.lock().versions.recovery_notes);
     record_notes(&db, manifest_notes);
     replay_logs(&db, &mut edit)?;
+    if read_only {
+        return Ok(db);
+    }
 
     let mut st = db.lock();
     let number = st.versions.new_file_number();
@@ -366,7 +382,12 @@ fn replay_logs(db: &DbInner, edit: &mut VersionEdit) -> Result<()> {
                 stop = Some((name.clone(), offset, what));
                 break;
             }
-            let batch = match copy_blob_values(db, batch, &mut recovered_blobs)? {
+            let checked = if db.read_only {
+                check_blob_values(db, batch)?
+            } else {
+                copy_blob_values(db, batch, &mut recovered_blobs)?
+            };
+            let batch = match checked {
                 Ok(b) => b,
                 Err(what) => {
                     let offset = reader.last_record_offset();
@@ -478,9 +499,29 @@ fn copy_blob_values(
     Ok(Ok(copy))
 }
 
-/// Writes what recovery dropped to `LOG` and keeps it for the `strata.recovery` property.
+/// Opened read-only, the blob refs of a replayed `batch` stay as they are: `Err(what)` if
+/// one does not lead to its intact record (as [`copy_blob_values`] would find).
+fn check_blob_values(
+    db: &DbInner,
+    batch: WriteBatch,
+) -> Result<std::result::Result<WriteBatch, String>> {
+    let mut value = Vec::new();
+    for op in batch.iter() {
+        if let BatchOp::BlobRef(k, r) = op?
+            && let Err(e) = db.blobs.read_into(k, r, &mut value)
+        {
+            return Ok(Err(format!(
+                "refers to a blob record that is not intact ({e})"
+            )));
+        }
+    }
+    Ok(Ok(batch))
+}
+
+/// Writes what recovery dropped to `LOG` (not when read-only) and keeps it for the
+/// `strata.recovery` property.
 fn record_notes(db: &DbInner, notes: Vec<String>) {
-    for note in &notes {
+    for note in notes.iter().filter(|_| !db.read_only) {
         info_log(db.env.as_ref(), &db.dir, &format!("recovery: {note}"));
     }
     db.lock().recovery_notes.extend(notes);
@@ -494,8 +535,17 @@ fn log_has_a_record(db: &DbInner, number: u64) -> Result<bool> {
     reader.read_record(&mut record)
 }
 
+/// Makes a replayed memtable a level-0 table (recorded in `edit`); opened read-only, keeps
+/// it in memory among the immutable memtables instead, newest last.
 fn flush_recovered(db: &DbInner, mem: &Arc<MemTable>, edit: &mut VersionEdit) -> Result<()> {
     if mem.is_empty() {
+        return Ok(());
+    }
+    if db.read_only {
+        let mut st = db.lock();
+        let mut imm = st.imm.as_ref().clone();
+        imm.push((0, Arc::clone(mem)));
+        st.imm = Arc::new(imm);
         return Ok(());
     }
     let number = db.lock().versions.new_file_number();

@@ -146,6 +146,9 @@ pub(crate) struct DbInner {
     /// True while a full memtable waits for its flush (read without the lock by
     /// a running compaction, which then flushes first).
     pub(super) has_imm: AtomicBool,
+    /// Opened with `Db::open_read_only`: writes and background work are refused, and
+    /// nothing in the directory is ever written.
+    pub(super) read_only: bool,
     pub(super) _lock: Box<dyn FileLock>,
 }
 

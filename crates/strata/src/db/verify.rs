@@ -49,7 +49,12 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
         (
             st.versions.current(),
             st.versions.live_files(),
-            st.versions.manifest_number,
+            // Opened read-only, no manifest was written: the one read at open is live.
+            if db.read_only {
+                st.versions.recovered_manifest
+            } else {
+                st.versions.manifest_number
+            },
             st.versions.log_number,
             st.versions.prev_log_number,
             st.pending_outputs.clone(),

@@ -47,6 +47,9 @@ fn wake(w: &Writer) {
 /// Writes `batch` (or, with `None`, forces a memtable switch) and returns when it is in
 /// the memtable (and, with `sync`, durable).
 pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Result<()> {
+    if db.read_only {
+        return Err(read_only_error(&db.dir));
+    }
     let force = batch.is_none();
     let me = Arc::new(Writer {
         batch: Mutex::new(batch),
@@ -391,6 +394,15 @@ fn sync_older_blobs(db: &DbInner, older: Vec<(u64, super::SharedBlobWriter)>) ->
         sync_blob(db, &mut lock_blob(&b))?;
     }
     Ok(())
+}
+
+/// The error of a write (or a flush, compaction or resume) asked of a database opened
+/// read-only.
+pub(super) fn read_only_error(dir: &std::path::Path) -> crate::error::Error {
+    crate::error::Error::NotSupported(format!(
+        "{}: opened read-only (Db::open_read_only); writes, flushes and compactions are refused",
+        dir.display()
+    ))
 }
 
 /// Syncs older logs that a switch left unsynced (W4), then closes them.

@@ -23,8 +23,11 @@ pub struct VersionSet {
     env: Arc<dyn Env>,
     /// The next number to hand to a new file.
     pub next_file_number: u64,
-    /// The live manifest's number.
+    /// The live manifest's number: after [`VersionSet::recover`], the number the next
+    /// manifest will get (written at the first edit).
     pub manifest_number: u64,
+    /// The number of the manifest [`VersionSet::recover`] read (0 before).
+    pub recovered_manifest: u64,
     /// The last seqnum written (and made visible).
     pub last_seqnum: u64,
     /// Logs numbered below this are obsolete.
@@ -67,6 +70,7 @@ impl VersionSet {
             env,
             next_file_number: 2,
             manifest_number: 0,
+            recovered_manifest: 0,
             last_seqnum: 0,
             log_number: 0,
             prev_log_number: 0,
@@ -161,6 +165,9 @@ impl VersionSet {
                     "CURRENT must hold a manifest name and a newline",
                 )
             })?;
+        if let Some(filename::Kind::Manifest(n)) = filename::parse(name) {
+            self.recovered_manifest = n;
+        }
         let manifest_path = self.dir.join(name);
         let manifest_name = manifest_path.to_string_lossy().into_owned();
         let mut reader =
