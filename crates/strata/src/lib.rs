@@ -92,7 +92,7 @@ pub use comparator::Comparator;
 #[doc(hidden)]
 pub use db::LevelIter;
 pub use db::{
-    Counters, Db, DbIterator, KeyValue, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice, Range,
+    Counters, Db, DbIterator, KeyValue, LiveFile, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice, Range,
     VerifyReport,
 };
 pub use error::{ComparatorNames, Corruption, Error, Result};

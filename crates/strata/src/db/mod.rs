@@ -45,7 +45,7 @@ mod table_file;
 mod verify;
 
 pub use pinned::PinnedSlice;
-pub use props::Counters;
+pub use props::{Counters, LiveFile};
 use state::{
     DEFAULT_BLOCK_CACHE, DbInner, LevelStats, ManualCompaction, SharedBlobWriter, State, Writer,
     memtable_for,
@@ -147,6 +147,12 @@ impl Db {
             inner,
             background: Mutex::new(None),
         })
+    }
+
+    /// The tables the database is made of now, level by level (RocksDB's
+    /// `GetLiveFilesMetaData`): what `strata lsm` draws.
+    pub fn live_files(&self) -> Vec<LiveFile> {
+        props::live_files(&self.inner)
     }
 
     /// Sets `key` to `value`.

@@ -185,3 +185,40 @@ pub(super) fn counters(st: &super::State) -> Counters {
         stall_seconds: st.stall_micros as f64 / 1e6,
     }
 }
+
+/// A table the current version names (RocksDB's `LiveFileMetaData`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveFile {
+    /// Its level (0 to 6).
+    pub level: usize,
+    /// Its file number (`NNNNNN.ldb`).
+    pub number: u64,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Its smallest and largest user keys.
+    pub smallest: Vec<u8>,
+    /// See `smallest`.
+    pub largest: Vec<u8>,
+    /// The sequence numbers of its smallest and largest internal keys.
+    pub seqnums: (u64, u64),
+}
+
+/// The tables of the current version, level by level, each level in key order.
+pub(super) fn live_files(db: &DbInner) -> Vec<LiveFile> {
+    let v = db.lock().versions.current();
+    let mut out = Vec::new();
+    for (level, files) in v.levels.iter().enumerate() {
+        for f in files {
+            let seq = |k: &[u8]| ParsedInternalKey::parse(k).map_or(0, |p| p.seqnum);
+            out.push(LiveFile {
+                level,
+                number: f.number,
+                size: f.size,
+                smallest: crate::key::user_key(&f.smallest).to_vec(),
+                largest: crate::key::user_key(&f.largest).to_vec(),
+                seqnums: (seq(&f.smallest), seq(&f.largest)),
+            });
+        }
+    }
+    out
+}

@@ -73,6 +73,13 @@ pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> 
         }
         env.create_dir_all(dir)?;
     }
+    if read_only && !env.exists(&filename::current(dir)) {
+        // Checked before the lock, whose file a read-only open must not create.
+        return Err(Error::NotFound(format!(
+            "{}: no database here (no CURRENT file)",
+            dir.display()
+        )));
+    }
     let lock = take_lock(env.as_ref(), dir)?;
     if !env.exists(&filename::current(dir)) {
         // Without CURRENT, tables and logs with data here belong to a database whose

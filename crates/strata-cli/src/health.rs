@@ -1,0 +1,121 @@
+//! Health subcommands: `check`, `repair`, `compact`, `properties`.
+
+use std::path::Path;
+
+use serde_json::json;
+use strata::{Db, Options};
+
+use crate::text::size;
+use crate::{Failure, Out, Outcome, key_arg, open_read_only, open_read_write};
+
+pub fn check(db: &Path, json_out: bool) -> Outcome {
+    let opened = open_read_only(db)?;
+    let result = opened.verify();
+    let mut out = Out::new();
+    match result {
+        Ok(r) => {
+            let tables: usize = r.tables_per_level.iter().sum();
+            if json_out {
+                out.line(
+                    &json!({
+                        "ok": r.unreferenced.is_empty(), "tables": tables,
+                        "tables_per_level": r.tables_per_level, "entries": r.entries,
+                        "table_bytes": r.table_bytes, "blob_values": r.blob_values,
+                        "log_records": r.log_records, "unreferenced": r.unreferenced,
+                    })
+                    .to_string(),
+                )?;
+            } else {
+                out.line(&format!(
+                    "{tables} tables ({}), {} entries, {} blob values, {} log records: checksums, order and ranges right",
+                    size(r.table_bytes),
+                    r.entries,
+                    r.blob_values,
+                    r.log_records
+                ))?;
+                for name in &r.unreferenced {
+                    out.line(&format!("unreferenced file: {name}"))?;
+                }
+            }
+            out.done()?;
+            if r.unreferenced.is_empty() {
+                Ok(())
+            } else {
+                Err(Failure::new(format!(
+                    "{}: {} file(s) nothing references",
+                    db.display(),
+                    r.unreferenced.len()
+                )))
+            }
+        }
+        Err(e) => {
+            if json_out {
+                out.line(&json!({"ok": false, "error": e.to_string(), "file": e.as_corruption().map(|c| c.file.clone()), "offset": e.as_corruption().map(|c| c.offset)}).to_string())?;
+            }
+            out.done()?;
+            Err(Failure::new(format!("{}: {e}", db.display())))
+        }
+    }
+}
+
+pub fn repair(db: &Path) -> Outcome {
+    if !db.is_dir() {
+        return Err(Failure::new(format!("{}: no such directory", db.display())));
+    }
+    Db::repair(db, Options::default())?;
+    eprintln!("repaired {}", db.display());
+    Ok(())
+}
+
+pub fn compact(db: &Path, from: Option<&str>, to: Option<&str>, hex: bool) -> Outcome {
+    let from = from.map(|k| key_arg(k, hex)).transpose()?;
+    let to = to.map(|k| key_arg(k, hex)).transpose()?;
+    let db = open_read_write(db, false)?;
+    db.compact_range(from.as_deref(), to.as_deref())?;
+    Ok(db.close()?)
+}
+
+/// Every property the engine answers.
+fn property_names() -> Vec<String> {
+    let mut names: Vec<String> = (0..strata::version::NUM_LEVELS)
+        .map(|l| format!("leveldb.num-files-at-level{l}"))
+        .collect();
+    names.extend(
+        [
+            "leveldb.stats",
+            "leveldb.sstables",
+            "leveldb.approximate-memory-usage",
+            "strata.stats",
+            "strata.blob-files",
+            "strata.recovery",
+            "strata.background-error",
+        ]
+        .map(String::from),
+    );
+    names
+}
+
+pub fn properties(db: &Path, json_out: bool) -> Outcome {
+    let db = open_read_only(db)?;
+    let mut out = Out::new();
+    let mut all = serde_json::Map::new();
+    for name in property_names() {
+        let Some(value) = db.property(&name) else {
+            continue;
+        };
+        if json_out {
+            all.insert(name, value.into());
+        } else if value.contains('\n') {
+            out.line(&format!("{name}:"))?;
+            for l in value.lines() {
+                out.line(&format!("  {l}"))?;
+            }
+        } else {
+            out.line(&format!("{name}: {value}"))?;
+        }
+    }
+    if json_out {
+        out.line(&serde_json::Value::Object(all).to_string())?;
+    }
+    out.done()
+}
