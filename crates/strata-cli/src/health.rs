@@ -1,4 +1,4 @@
-//! Health subcommands: `check`, `repair`, `compact`, `properties`.
+//! Health subcommands: `check`, `repair`, `compact`, `properties`, `checkpoint`.
 
 use std::path::Path;
 
@@ -116,6 +116,23 @@ pub fn properties(db: &Path, json_out: bool) -> Outcome {
     }
     if json_out {
         out.line(&serde_json::Value::Object(all).to_string())?;
+    }
+    out.done()
+}
+
+pub fn checkpoint(db: &Path, dest: &Path, json_out: bool) -> Outcome {
+    let opened = open_read_only(db)?;
+    let seq = opened
+        .checkpoint(dest)
+        .map_err(|e| Failure::new(format!("{}: {e}", dest.display())))?;
+    let mut out = Out::new();
+    if json_out {
+        out.line(&json!({"checkpoint": dest.display().to_string(), "seqnum": seq}).to_string())?;
+    } else {
+        out.line(&format!(
+            "{}: the database as of sequence number {seq}",
+            dest.display()
+        ))?;
     }
     out.done()
 }

@@ -186,6 +186,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Make DEST (a new directory) a consistent, openable copy of the database as of one
+    /// sequence number, with hard links to its tables where possible.
+    Checkpoint {
+        db: PathBuf,
+        dest: PathBuf,
+        /// One JSON object.
+        #[arg(long)]
+        json: bool,
+    },
     /// The levels, tables, sizes, key ranges and overlaps; `--html FILE` also draws them.
     Lsm {
         db: PathBuf,
@@ -346,6 +355,7 @@ fn run(cli: Cli) -> Outcome {
             health::compact(&db, from.as_deref(), to.as_deref(), hex)
         }
         Command::Properties { db, json } => health::properties(&db, json),
+        Command::Checkpoint { db, dest, json } => health::checkpoint(&db, &dest, json),
         Command::Lsm { db, html, show } => lsm::lsm(&db, html.as_deref(), show),
     }
 }

@@ -338,3 +338,20 @@ fn a_leveldb_database_is_read_and_checked() {
     }
     assert_eq!(contents(&db), before, "LevelDB's directory untouched");
 }
+
+#[test]
+fn checkpoint_copies_the_database_at_one_moment() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    made_by_strata(&db);
+    let before = contents(&db);
+    let dest = dir.path().join("cp");
+    let o = strata(&["checkpoint", s(&db), s(&dest), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"seqnum\":2100"), "{}", stdout(&o));
+    assert_eq!(contents(&db), before, "the source is only read");
+    assert_eq!(stdout(&strata(&["count", s(&dest)])), "2100\n");
+    assert!(strata(&["check", s(&dest)]).status.success());
+    let again = strata(&["checkpoint", s(&db), s(&dest)]);
+    assert!(failed(&again, 1).contains("does not exist yet"));
+}

@@ -28,6 +28,7 @@
 mod background;
 mod blob_gc;
 mod blob_sync;
+mod checkpoint;
 mod compaction_job;
 mod failure;
 mod flush;
@@ -147,6 +148,17 @@ impl Db {
             inner,
             background: Mutex::new(None),
         })
+    }
+
+    /// Makes `dest` (a directory that does not exist yet) a consistent, openable copy of
+    /// this database as of one sequence number, which it returns, while other threads go
+    /// on writing (RocksDB's `Checkpoint`): its tables are hard links to this database's
+    /// (copies across filesystems), and what the memtables hold up to that sequence number
+    /// becomes one new table. `CURRENT` is written last, once everything else is synced,
+    /// so a crash leaves `dest` complete or without `CURRENT` (an open refuses it). Not yet for databases with value
+    /// separation (`Error::NotSupported`).
+    pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<u64> {
+        checkpoint::checkpoint(&self.inner, dest.as_ref())
     }
 
     /// The tables the database is made of now, level by level (RocksDB's

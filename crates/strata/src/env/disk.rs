@@ -260,6 +260,11 @@ impl Env for DiskEnv {
         fs::rename(from, to).map_err(io_err("rename", from))
     }
 
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        // Another filesystem (or one without hard links): a copy.
+        fs::hard_link(from, to).or_else(|_| super::copy_file(self, from, to))
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let d = File::open(dir).map_err(io_err("open directory", dir))?;
         d.sync_all().map_err(io_err("fsync directory", dir))

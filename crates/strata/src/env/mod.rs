@@ -32,6 +32,22 @@ pub use mem::MemEnv;
 
 use crate::error::Result;
 
+/// Copies `from` to a new file `to` through `env`, the copy's bytes synced.
+pub fn copy_file<E: Env + ?Sized>(env: &E, from: &Path, to: &Path) -> Result<()> {
+    let mut src = env.new_sequential(from)?;
+    let mut dst = env.new_writable(to)?;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        let n = src.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        dst.append(&buf[..n])?;
+    }
+    dst.flush()?;
+    dst.sync()
+}
+
 /// A file read from start to end (logs and manifests during recovery).
 pub trait SequentialFile: Send {
     /// Reads up to `buf.len()` bytes; 0 means end of file.
@@ -125,6 +141,13 @@ pub trait Env: Send + Sync + Debug {
     fn remove_dir(&self, dir: &Path) -> Result<()>;
     /// Renames `from` to `to`, replacing `to` atomically if it exists.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Makes `to` a file with `from`'s bytes (`from` must not change afterwards: an
+    /// immutable table): a hard link where the filesystem has them, otherwise a copy whose
+    /// bytes are synced. Either way `to` is durable once its directory is synced. The
+    /// default copies ([`copy_file`]).
+    fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
+        copy_file(self, from, to)
+    }
     /// Makes the directory's entries (creations, renames, deletions) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes the exclusive lock on `path`, creating the file if needed.
