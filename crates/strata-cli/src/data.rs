@@ -159,12 +159,19 @@ pub fn load(db: &Path, file: &Path, batch_size: usize, create: bool) -> Outcome 
         entries.push(entry);
     }
     let db = open_read_write(db, create)?;
+    let bar = crate::progress("loading", Some(entries.len() as u64));
     for chunk in entries.chunks(batch_size.max(1)) {
         let mut batch = WriteBatch::new();
         for (k, v) in chunk {
             batch.put(k, v);
         }
         db.write(batch)?;
+        if let Some(b) = &bar {
+            b.inc(chunk.len() as u64);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
     db.close()?;
     eprintln!("loaded {} entries", entries.len());

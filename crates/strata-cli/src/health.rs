@@ -10,7 +10,11 @@ use crate::{Failure, Out, Outcome, key_arg, open_read_only, open_read_write};
 
 pub fn check(db: &Path, json_out: bool) -> Outcome {
     let opened = open_read_only(db)?;
+    let bar = crate::progress("checking every table, log and manifest", None);
     let result = opened.verify();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
     let mut out = Out::new();
     match result {
         Ok(r) => {
@@ -71,7 +75,12 @@ pub fn compact(db: &Path, from: Option<&str>, to: Option<&str>, hex: bool) -> Ou
     let from = from.map(|k| key_arg(k, hex)).transpose()?;
     let to = to.map(|k| key_arg(k, hex)).transpose()?;
     let db = open_read_write(db, false)?;
-    db.compact_range(from.as_deref(), to.as_deref())?;
+    let bar = crate::progress("compacting", None);
+    let result = db.compact_range(from.as_deref(), to.as_deref());
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    result?;
     Ok(db.close()?)
 }
 

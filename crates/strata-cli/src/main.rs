@@ -288,6 +288,32 @@ impl Failure {
     }
 }
 
+/// A progress bar on standard error while a long step runs, only when standard output is
+/// a terminal (scripts and pipes get the summary alone): `total` steps, or a spinner.
+pub fn progress(what: &str, total: Option<u64>) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let bar = match total {
+        Some(n) => indicatif::ProgressBar::new(n),
+        None => {
+            let s = indicatif::ProgressBar::new_spinner();
+            s.enable_steady_tick(std::time::Duration::from_millis(120));
+            s
+        }
+    };
+    bar.set_message(what.to_string());
+    let style = match total {
+        Some(_) => indicatif::ProgressStyle::with_template("{msg} [{bar:40}] {pos}/{len} {eta}"),
+        None => indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}"),
+    };
+    if let Ok(style) = style {
+        bar.set_style(style);
+    }
+    Some(bar)
+}
+
 /// Opens `db` for reading only, with errors that say what to do.
 pub fn open_read_only(db: &Path) -> Result<Db, Failure> {
     Db::open_read_only(db, Options::default()).map_err(|e| opening(db, e))

@@ -212,6 +212,25 @@ fn check_names_the_damaged_table() {
         }
     }
     assert!(planted >= 3);
+    // The manifest and CURRENT too: the error names the file.
+    for (name, at) in [("MANIFEST", 12usize), ("CURRENT", 3)] {
+        let copy = dir.path().join(format!("copy-{name}"));
+        std::fs::create_dir(&copy).unwrap();
+        let mut target = None;
+        for (p, b) in contents(&clean) {
+            let file = p.file_name().unwrap().to_string_lossy().into_owned();
+            if file.starts_with(name) {
+                target = Some(file.clone());
+            }
+            std::fs::write(copy.join(&file), b).unwrap();
+        }
+        let file = target.unwrap();
+        let mut bytes = std::fs::read(copy.join(&file)).unwrap();
+        bytes[at] ^= 0x40;
+        std::fs::write(copy.join(&file), bytes).unwrap();
+        let err = failed(&strata(&["check", s(&copy)]), 1);
+        assert!(err.contains(&file), "{file}: {err}");
+    }
 }
 
 #[test]

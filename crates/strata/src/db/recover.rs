@@ -59,11 +59,41 @@ pub(super) enum Mode {
     ReadOnly,
 }
 
-/// Opens (or, read-write, creates) the database in `dir`.
+/// Opens (or, read-write, creates) the database in `dir`, in these steps: find or
+/// create it and take its lock, read its manifest, build the shared state, replay its
+/// logs and, read-write, start a new log and manifest edit.
 pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> {
+    let read_only = mode == Mode::ReadOnly;
+    let lock = find_or_create(dir, &options, read_only)?;
+    let versions = read_manifest(dir, &options)?;
+    if !read_only {
+        // The previous run's LOG becomes LOG.old, as in LevelDB (only now: an open
+        // refused above leaves the directory as it found it).
+        let log = dir.join("LOG");
+        if options.env.exists(&log) {
+            let _ = options.env.rename(&log, &dir.join("LOG.old"));
+        }
+    }
+    let db = shared_state(dir, options, versions, lock, read_only);
+    let mut edit = VersionEdit::default();
+    let manifest_notes = std::mem::take(&mut db.lock().versions.recovery_notes);
+    record_notes(&db, manifest_notes);
+    replay_logs(&db, &mut edit)?;
+    if !read_only {
+        start_new_log(&db, edit)?;
+    }
+    Ok(db)
+}
+
+/// Checks the options, finds the database (creating it read-write when asked) and takes
+/// its lock.
+fn find_or_create(
+    dir: &Path,
+    options: &Options,
+    read_only: bool,
+) -> Result<Box<dyn crate::env::FileLock>> {
     options.validate()?;
     let env = Arc::clone(&options.env);
-    let read_only = mode == Mode::ReadOnly;
     if !env.exists(dir) {
         if read_only || !options.create_if_missing {
             return Err(Error::NotFound(format!(
@@ -116,6 +146,13 @@ pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> 
             dir.display()
         )));
     }
+    Ok(lock)
+}
+
+/// Reads the manifest `CURRENT` names into a version set, checking that every table it
+/// names exists and that a dropped edit is not damage to synced data.
+fn read_manifest(dir: &Path, options: &Options) -> Result<VersionSet> {
+    let env = Arc::clone(&options.env);
     let mut versions = VersionSet::new(dir, Arc::clone(&env)).with_order(options.internal_order());
     versions.recover()?;
     check_tables_exist(env.as_ref(), dir, &versions)?;
@@ -136,13 +173,18 @@ pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> 
             ),
         ));
     }
-    // The previous run's LOG becomes LOG.old, as in LevelDB (only now: an open refused
-    // above leaves the directory as it found it).
-    let log = dir.join("LOG");
-    if !read_only && env.exists(&log) {
-        let _ = env.rename(&log, &dir.join("LOG.old"));
-    }
+    Ok(versions)
+}
 
+/// The state every thread of the database shares, empty memtable, no log yet.
+fn shared_state(
+    dir: &Path,
+    options: Options,
+    versions: VersionSet,
+    lock: Box<dyn crate::env::FileLock>,
+    read_only: bool,
+) -> DbInner {
+    let env = Arc::clone(&options.env);
     let block_cache = options
         .block_cache
         .clone()
@@ -164,7 +206,7 @@ pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> 
         options.mmap_reads,
         options.table_format(),
     ));
-    let db = DbInner {
+    DbInner {
         dir: dir.to_path_buf(),
         env: Arc::clone(&env),
         table_cache,
@@ -208,15 +250,13 @@ pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> 
         read_only,
         _lock: lock,
         options,
-    };
-    let mut edit = VersionEdit::default();
-    let manifest_notes = std::mem::take(&mut db.lock().versions.recovery_notes);
-    record_notes(&db, manifest_notes);
-    replay_logs(&db, &mut edit)?;
-    if read_only {
-        return Ok(db);
     }
+}
 
+/// Read-write only: a new log for the writes to come, and the edit that names it (with the
+/// tables and blob files replay made), applied; then obsolete files go.
+fn start_new_log(db: &DbInner, mut edit: VersionEdit) -> Result<()> {
+    let (env, dir) = (&db.env, &db.dir);
     let mut st = db.lock();
     let number = st.versions.new_file_number();
     let file = db.new_log_file(number)?;
@@ -233,14 +273,14 @@ pub(super) fn open(dir: &Path, options: Options, mode: Mode) -> Result<DbInner> 
         .map(|(n, (refs, bytes))| (n, refs, bytes))
         .collect();
     edit.separation = super::blob_gc::separation_change(
-        &db,
+        db,
         &st.versions.current(),
         !edit.new_blob_files.is_empty(),
     );
     st.versions.log_and_apply(&mut edit)?;
-    delete_obsolete_files(&db, &mut st);
+    delete_obsolete_files(db, &mut st);
     drop(st);
-    Ok(db)
+    Ok(())
 }
 
 /// Every table the manifest names must exist.
