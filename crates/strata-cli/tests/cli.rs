@@ -212,14 +212,14 @@ fn check_names_the_damaged_table() {
         }
     }
     assert!(planted >= 3);
-    // The manifest and CURRENT too: the error names the file.
-    for (name, at) in [("MANIFEST", 12usize), ("CURRENT", 3)] {
+    // The manifest, CURRENT and the log too: the error names the file.
+    for (name, at) in [("MANIFEST", 12usize), ("CURRENT", 3), (".log", 20)] {
         let copy = dir.path().join(format!("copy-{name}"));
         std::fs::create_dir(&copy).unwrap();
         let mut target = None;
         for (p, b) in contents(&clean) {
             let file = p.file_name().unwrap().to_string_lossy().into_owned();
-            if file.starts_with(name) {
+            if file.starts_with(name) || file.ends_with(name) {
                 target = Some(file.clone());
             }
             std::fs::write(copy.join(&file), b).unwrap();
