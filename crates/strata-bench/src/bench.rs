@@ -823,7 +823,7 @@ mod tests {
             mmap_write: true,
             mmap_read: true,
             subcompactions: 2,
-            memtable_run_size: 4 << 20,
+            memtable_run_size: strata::memtable::MIN_RUN_BYTES,
             max_write_buffer_number: 2,
             level0_triggers: (8, 12),
             blob_threshold: 512,

@@ -92,7 +92,7 @@ pub struct Flags {
     pub level0_stop_writes_trigger: usize,
     /// Strata: a write buffer larger than this is cut into runs of at least this many
     /// bytes (0: one run). Other engines ignore it.
-    #[arg(long = "memtable_run_size", default_value_t = 4 << 20)]
+    #[arg(long = "memtable_run_size", default_value_t = strata::memtable::MIN_RUN_BYTES)]
     pub memtable_run_size: usize,
     /// The `strata-blob` engine: values of at least this many bytes go to blob files
     /// (value separation). Other engines ignore it.

@@ -117,7 +117,7 @@ pub struct Options {
     pub max_subcompactions: usize,
     /// A write buffer larger than this is cut into runs of at least this many bytes (at
     /// most 16 runs), so that inserts stay in the CPU caches however large the buffer
-    /// (default 4 MiB; 0: one run, as LevelDB). Lookups skip runs through a Bloom filter
+    /// (default 1 MiB; 0: one run, as LevelDB). Lookups skip runs through a Bloom filter
     /// per run; iterators and flushes merge them.
     pub memtable_run_size: usize,
     /// Value separation (key-value separation, `crate::blob`): values of at least this

@@ -39,8 +39,10 @@ use run_filter::{KeyHash, RunFilter};
 use skiplist::SkipList;
 
 /// The default smallest run (`Options::memtable_run_size`): a write buffer up to this size
-/// is one run (a list this large still inserts at about the speed of a small one here).
-pub const MIN_RUN_BYTES: usize = 4 << 20;
+/// is one run. 1 MiB: the default 4 MiB write buffer in four runs took random writes
+/// 1.15x faster (fillrandom) and overwrites 1.09x than one 4 MiB list, while 256 KiB runs
+/// were no faster than 1 MiB (`docs/results/2026-11-26-memtable-runs/`).
+pub const MIN_RUN_BYTES: usize = 1 << 20;
 /// Most runs a memtable is cut into.
 pub const MAX_RUNS: usize = 16;
 
@@ -442,7 +444,7 @@ mod tests {
     #[test]
     fn a_small_write_buffer_or_run_size_zero_is_one_run() {
         for m in [
-            MemTable::for_write_buffer(4 << 20, MIN_RUN_BYTES, InternalOrder::default()),
+            MemTable::for_write_buffer(MIN_RUN_BYTES, MIN_RUN_BYTES, InternalOrder::default()),
             MemTable::for_write_buffer(64 << 20, 0, InternalOrder::default()),
         ] {
             for i in 0..20_000u64 {
