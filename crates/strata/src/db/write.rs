@@ -45,7 +45,8 @@ fn wake(w: &Writer) {
 }
 
 /// Writes `batch` (or, with `None`, forces a memtable switch) and returns when it is in
-/// the memtable (and, with `sync`, durable).
+/// the memtable (and, with `sync`, durable): queue up, and either get the outcome a
+/// leader gave or become the leader, make room, commit the group, hand out its outcome.
 pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Result<()> {
     if db.read_only {
         return Err(read_only_error(&db.dir));
@@ -59,110 +60,138 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         cv: Condvar::new(),
         waiting: AtomicBool::new(false),
     });
+    let st = match wait_to_lead(db, &me) {
+        Ok(st) => st,
+        Err(outcome) => return outcome,
+    };
+    let (st, room) = make_room_for_write(db, st, force);
+    let (mut st, result, group_size) = if room.is_ok() && !force {
+        commit_group(db, st, &me)
+    } else {
+        (st, room, 1)
+    };
+    hand_out(&mut st, &me, group_size, &result);
+    result
+}
+
+/// Queues `me` and waits until it leads (the state guard) or a leader has written its
+/// batch (`Err` with that outcome).
+#[inline]
+fn wait_to_lead<'a>(
+    db: &'a DbInner,
+    me: &Arc<Writer>,
+) -> std::result::Result<MutexGuard<'a, State>, Result<()>> {
     let mut st = db.lock();
-    st.writers.push_back(Arc::clone(&me));
+    st.writers.push_back(Arc::clone(me));
     loop {
-        if let Some(r) = outcome(&me) {
-            return r;
+        if let Some(r) = outcome(me) {
+            return Err(r);
         }
-        if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, &me)) {
-            break;
+        if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, me)) {
+            return Ok(st);
         }
         me.waiting.store(true, Ordering::Relaxed);
         st = db.wait(&me.cv, st);
         me.waiting.store(false, Ordering::Relaxed);
     }
+}
 
-    // The leader.
-    let (guard, room) = make_room_for_write(db, st, force);
-    st = guard;
-    let mut result = room;
-    let mut group_size = 1;
-    if result.is_ok() && !force {
-        let own = me
-            .batch
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
-            .unwrap_or_default();
-        let (mut group, members) = build_group(&st, own);
-        let group_sync = me.sync;
-        group_size = members;
-        let first = st.versions.last_seqnum + 1;
-        group.set_seqnum(first);
-        let last = first + u64::from(group.len()) - 1;
-        let mut log = st.log.take();
-        let mut blob = st.blob.take();
-        let blob_number = st.log_file_number;
-        // W4: a synced write is acknowledged only once every older log is synced too.
-        let (older, older_blobs) = if group_sync {
-            (
-                std::mem::take(&mut st.unsynced_logs),
-                st.older_blobs.clone(),
-            )
-        } else {
-            (Vec::new(), Vec::new())
-        };
-        let mem = Arc::clone(&st.mem);
-        drop(st);
+/// The leader's work: groups the queued batches after its own, appends them to the WAL
+/// as one record (synced if the leader asked; older logs and blob files first, W4) with
+/// the state mutex released, inserts them into the memtable and publishes their
+/// seqnums (D2). Returns the guard, the group's outcome and how many writers it covers.
+#[inline]
+fn commit_group<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+    me: &Writer,
+) -> (MutexGuard<'a, State>, Result<()>, usize) {
+    let own = me
+        .batch
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .unwrap_or_default();
+    let (mut group, members) = build_group(&st, own);
+    let group_sync = me.sync;
+    let first = st.versions.last_seqnum + 1;
+    group.set_seqnum(first);
+    let last = first + u64::from(group.len()) - 1;
+    let mut log = st.log.take();
+    let mut blob = st.blob.take();
+    let blob_number = st.log_file_number;
+    // W4: a synced write is acknowledged only once every older log is synced too.
+    let (older, older_blobs) = if group_sync {
+        (
+            std::mem::take(&mut st.unsynced_logs),
+            st.older_blobs.clone(),
+        )
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let mem = Arc::clone(&st.mem);
+    drop(st);
 
-        // D1: nobody else touches the WAL (or its blob file) or inserts into the memtable
-        // meanwhile. X1: blob records are handed to their file (and synced, for a synced
-        // group) before the WAL record that refers to them.
-        let mut separated = (0, 0);
-        let logged = sync_older_blobs(db, older_blobs)
-            .and_then(|()| sync_older_logs(older))
-            .and_then(|()| {
-                separated = separate_values(db, &mut group, &mut blob, blob_number)?;
-                match blob.as_mut() {
-                    Some(b) if group_sync => sync_blob(db, b),
-                    _ => Ok(()),
-                }
-            })
-            .and_then(|()| match log.as_mut() {
-                Some(l) => l
-                    .add_record(group.as_bytes())
-                    .and_then(|()| if group_sync { l.sync() } else { Ok(()) }),
-                None => Err(crate::Error::InvalidArgument(
-                    "no write-ahead log is open".into(),
-                )),
-            });
-        if logged.is_ok() {
-            result = mem.insert_batch(&group);
-        } else {
-            result = logged.clone();
-        }
-
-        st = db.lock();
-        st.log = log;
-        st.blob = blob;
-        if separated.0 > 0 && logged.is_ok() {
-            let c = st.blob_counts.entry(blob_number).or_default();
-            c.0 += separated.0;
-            c.1 += separated.1;
-        }
-        match logged {
-            // D3: the WAL may now hold a partial record; no later write may follow it.
-            Err(e) => {
-                if st.bg_error.is_none() {
-                    st.bg_error = Some(e);
-                }
+    // D1: nobody else touches the WAL (or its blob file) or inserts into the memtable
+    // meanwhile. X1: blob records are handed to their file (and synced, for a synced
+    // group) before the WAL record that refers to them.
+    let mut separated = (0, 0);
+    let logged = sync_older_blobs(db, older_blobs)
+        .and_then(|()| sync_older_logs(older))
+        .and_then(|()| {
+            separated = separate_values(db, &mut group, &mut blob, blob_number)?;
+            match blob.as_mut() {
+                Some(b) if group_sync => sync_blob(db, b),
+                _ => Ok(()),
             }
-            Ok(()) if result.is_ok() => st.versions.last_seqnum = last, // D2
-            // Logged but not in the memtable: seqnums would be reused. Stop writing.
-            Ok(()) => {
-                if st.bg_error.is_none() {
-                    st.bg_error = result.clone().err();
-                }
+        })
+        .and_then(|()| match log.as_mut() {
+            Some(l) => l
+                .add_record(group.as_bytes())
+                .and_then(|()| if group_sync { l.sync() } else { Ok(()) }),
+            None => Err(crate::Error::InvalidArgument(
+                "no write-ahead log is open".into(),
+            )),
+        });
+    let result = if logged.is_ok() {
+        mem.insert_batch(&group)
+    } else {
+        logged.clone()
+    };
+
+    let mut st = db.lock();
+    st.log = log;
+    st.blob = blob;
+    if separated.0 > 0 && logged.is_ok() {
+        let c = st.blob_counts.entry(blob_number).or_default();
+        c.0 += separated.0;
+        c.1 += separated.1;
+    }
+    match logged {
+        // D3: the WAL may now hold a partial record; no later write may follow it.
+        Err(e) => {
+            if st.bg_error.is_none() {
+                st.bg_error = Some(e);
+            }
+        }
+        Ok(()) if result.is_ok() => st.versions.last_seqnum = last, // D2
+        // Logged but not in the memtable: seqnums would be reused. Stop writing.
+        Ok(()) => {
+            if st.bg_error.is_none() {
+                st.bg_error = result.clone().err();
             }
         }
     }
+    (st, result, members)
+}
 
-    // Hand the outcome to every member of the group, leader first, then wake the next
-    // leader.
+/// Hands `result` to every member of the leader's group, leader first, then wakes the
+/// next leader.
+#[inline]
+fn hand_out(st: &mut State, me: &Arc<Writer>, group_size: usize, result: &Result<()>) {
     for _ in 0..group_size {
         if let Some(w) = st.writers.pop_front()
-            && !Arc::ptr_eq(&w, &me)
+            && !Arc::ptr_eq(&w, me)
         {
             finish(&w, result.clone());
             wake(&w);
@@ -171,7 +200,6 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
     if let Some(next) = st.writers.front() {
         wake(next);
     }
-    result
 }
 
 /// Adds to the leader's batch as many queued batches after it as fit: no more than
