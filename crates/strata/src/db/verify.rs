@@ -42,29 +42,49 @@ pub struct VerifyReport {
     pub unreferenced: Vec<String>,
 }
 
+/// What the database consists of at one moment, to check.
+struct Live {
+    version: std::sync::Arc<crate::version::Version>,
+    tables: std::collections::HashSet<u64>,
+    manifest_number: u64,
+    log_number: u64,
+    prev_log: u64,
+    pending: std::collections::HashSet<u64>,
+    needed_blobs: std::collections::HashSet<u64>,
+}
+
 pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
-    let (version, live, manifest_number, log_number, prev_log, pending, needed_blobs) = {
+    let live = {
         let mut st = db.lock();
         let needed_blobs = super::obsolete::needed_blob_files(&mut st);
-        (
-            st.versions.current(),
-            st.versions.live_files(),
+        Live {
+            version: st.versions.current(),
+            tables: st.versions.live_files(),
             // Opened read-only, no manifest was written: the one read at open is live.
-            if db.read_only {
+            manifest_number: if db.read_only {
                 st.versions.recovered_manifest
             } else {
                 st.versions.manifest_number
             },
-            st.versions.log_number,
-            st.versions.prev_log_number,
-            st.pending_outputs.clone(),
+            log_number: st.versions.log_number,
+            prev_log: st.versions.prev_log_number,
+            pending: st.pending_outputs.clone(),
             needed_blobs,
-        )
+        }
     };
-    let mut value = Vec::new();
     let mut report = VerifyReport::default();
-    let order = &version.order;
-    for (level, files) in version.levels.iter().enumerate() {
+    check_tables(db, &live, &mut report)?;
+    check_logs(db, &live, &mut report)?;
+    report.unreferenced = unreferenced_files(db, &live)?;
+    Ok(report)
+}
+
+/// Every table of the version: its size, its order against its level's neighbours, and
+/// every entry (checksums, key order, the manifest's range; blob refs read).
+fn check_tables(db: &DbInner, live: &Live, report: &mut VerifyReport) -> Result<()> {
+    let order = &live.version.order;
+    let mut value = Vec::new();
+    for (level, files) in live.version.levels.iter().enumerate() {
         for (i, f) in files.iter().enumerate() {
             let path = filename::table(&db.dir, f.number);
             let name = path.to_string_lossy().into_owned();
@@ -92,62 +112,77 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
                     ),
                 ));
             }
-            let table = db.table_cache.find(f.number, f.size)?;
-            let mut it = table.iter(BlockReads::SCAN_ONCE);
-            it.seek_to_first();
-            let mut prev: Option<Vec<u8>> = None;
-            while it.valid() {
-                let k = it.key();
-                if key::ParsedInternalKey::parse(k).is_none() {
-                    return Err(Error::corruption(
-                        &name,
-                        0,
-                        "an entry's key is not an internal key",
-                    ));
-                }
-                if let Some(p) = &prev
-                    && order.compare(p, k) != Ordering::Less
-                {
-                    return Err(Error::corruption(&name, 0, "entries out of order"));
-                }
-                if prev.is_none() && order.compare(k, &f.smallest) != Ordering::Equal {
-                    return Err(Error::corruption(
-                        &name,
-                        0,
-                        "first key differs from the manifest's smallest",
-                    ));
-                }
-                if key::value_type(k) == Some(key::ValueType::BlobRef) {
-                    db.blobs
-                        .read_into(key::user_key(k), it.value(), &mut value)?;
-                    report.blob_values += 1;
-                }
-                prev = Some(k.to_vec());
-                report.entries += 1;
-                it.next();
-            }
-            it.status()?;
-            match &prev {
-                Some(last) if order.compare(last, &f.largest) == Ordering::Equal => {}
-                _ => {
-                    return Err(Error::corruption(
-                        &name,
-                        0,
-                        "last key differs from the manifest's largest (or the table is empty)",
-                    ));
-                }
-            }
+            check_entries(db, order, f, &name, &mut value, report)?;
             report.tables_per_level[level] += 1;
             report.table_bytes += f.size;
         }
     }
+    Ok(())
+}
 
-    report.log_records += read_log(db, &filename::manifest(&db.dir, manifest_number))?;
-    let children = db.env.children(&db.dir)?;
-    let mut logs: Vec<u64> = children
+/// One table's entries: internal keys in strictly increasing order, from the manifest's
+/// smallest to its largest; blob refs lead to their intact records.
+fn check_entries(
+    db: &DbInner,
+    order: &crate::key::InternalOrder,
+    f: &crate::version::FileMeta,
+    name: &str,
+    value: &mut Vec<u8>,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    let table = db.table_cache.find(f.number, f.size)?;
+    let mut it = table.iter(BlockReads::SCAN_ONCE);
+    it.seek_to_first();
+    let mut prev: Option<Vec<u8>> = None;
+    while it.valid() {
+        let k = it.key();
+        if key::ParsedInternalKey::parse(k).is_none() {
+            return Err(Error::corruption(
+                name,
+                0,
+                "an entry's key is not an internal key",
+            ));
+        }
+        if let Some(p) = &prev
+            && order.compare(p, k) != Ordering::Less
+        {
+            return Err(Error::corruption(name, 0, "entries out of order"));
+        }
+        if prev.is_none() && order.compare(k, &f.smallest) != Ordering::Equal {
+            return Err(Error::corruption(
+                name,
+                0,
+                "first key differs from the manifest's smallest",
+            ));
+        }
+        if key::value_type(k) == Some(key::ValueType::BlobRef) {
+            db.blobs.read_into(key::user_key(k), it.value(), value)?;
+            report.blob_values += 1;
+        }
+        prev = Some(k.to_vec());
+        report.entries += 1;
+        it.next();
+    }
+    it.status()?;
+    match &prev {
+        Some(last) if order.compare(last, &f.largest) == Ordering::Equal => Ok(()),
+        _ => Err(Error::corruption(
+            name,
+            0,
+            "last key differs from the manifest's largest (or the table is empty)",
+        )),
+    }
+}
+
+/// The live manifest and every log still needed, read with checksums.
+fn check_logs(db: &DbInner, live: &Live, report: &mut VerifyReport) -> Result<()> {
+    report.log_records += read_log(db, &filename::manifest(&db.dir, live.manifest_number))?;
+    let mut logs: Vec<u64> = db
+        .env
+        .children(&db.dir)?
         .iter()
         .filter_map(|n| match filename::parse(n) {
-            Some(Kind::Log(n)) if n >= log_number || n == prev_log => Some(n),
+            Some(Kind::Log(n)) if n >= live.log_number || n == live.prev_log => Some(n),
             _ => None,
         })
         .collect();
@@ -155,26 +190,30 @@ pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
     for n in logs {
         report.log_records += read_log(db, &filename::log(&db.dir, n))?;
     }
+    Ok(())
+}
 
-    for name in children {
+/// Files in the directory that nothing references, sorted.
+fn unreferenced_files(db: &DbInner, live: &Live) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    for name in db.env.children(&db.dir)? {
         let referenced = match filename::parse(&name) {
-            Some(Kind::Table(n)) => live.contains(&n) || pending.contains(&n),
-            Some(Kind::Log(n)) => n >= log_number || n == prev_log,
-            Some(Kind::Manifest(n)) => n >= manifest_number,
-            Some(Kind::Temp(n)) => pending.contains(&n),
+            Some(Kind::Table(n)) => live.tables.contains(&n) || live.pending.contains(&n),
+            Some(Kind::Log(n)) => n >= live.log_number || n == live.prev_log,
+            Some(Kind::Manifest(n)) => n >= live.manifest_number,
+            Some(Kind::Temp(n)) => live.pending.contains(&n),
             Some(Kind::Blob(n)) => {
-                n >= log_number || needed_blobs.contains(&n) || pending.contains(&n)
+                n >= live.log_number || live.needed_blobs.contains(&n) || live.pending.contains(&n)
             }
             Some(Kind::Current | Kind::Lock | Kind::InfoLog) => true,
             None => false,
         };
         if !referenced {
-            report.unreferenced.push(name);
+            out.push(name);
         }
     }
-    report.unreferenced.sort();
-    drop(version);
-    Ok(report)
+    out.sort();
+    Ok(out)
 }
 
 /// Reads a log or manifest with checksums; any drop but a torn tail is corruption.
