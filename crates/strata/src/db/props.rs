@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use super::DbInner;
+use super::{DbInner, State};
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key};
-use crate::version::{NUM_LEVELS, Separation};
+use crate::version::{NUM_LEVELS, Separation, Version};
 
 pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
     let st = db.lock();
@@ -14,50 +14,8 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
         return (level < NUM_LEVELS).then(|| v.levels[level].len().to_string());
     }
     match name {
-        "leveldb.stats" => {
-            let mut s = String::from(
-                "                               Compactions\n\
-                 Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n\
-                 --------------------------------------------------\n",
-            );
-            for level in 0..NUM_LEVELS {
-                let ls = st.level_stats[level];
-                if v.levels[level].is_empty() && ls.micros == 0 {
-                    continue;
-                }
-                let _ = writeln!(
-                    s,
-                    "{level:>3} {:>8} {:>8.0} {:>9.0} {:>8.0} {:>9.0}",
-                    v.levels[level].len(),
-                    v.level_bytes(level) as f64 / 1_048_576.0,
-                    ls.micros as f64 / 1e6,
-                    ls.bytes_read as f64 / 1_048_576.0,
-                    ls.bytes_written as f64 / 1_048_576.0
-                );
-            }
-            Some(s)
-        }
-        "leveldb.sstables" => {
-            let mut s = String::new();
-            for (level, files) in v.levels.iter().enumerate() {
-                let _ = writeln!(s, "--- level {level} ---");
-                for f in files {
-                    let show = |k: &[u8]| {
-                        ParsedInternalKey::parse(k)
-                            .map_or_else(|| format!("{:?}", k), |p| p.to_string())
-                    };
-                    let _ = writeln!(
-                        s,
-                        " {}:{}[{} .. {}]",
-                        f.number,
-                        f.size,
-                        show(&f.smallest),
-                        show(&f.largest)
-                    );
-                }
-            }
-            Some(s)
-        }
+        "leveldb.stats" => Some(level_stats(&st, &v)),
+        "leveldb.sstables" => Some(sstables(&v)),
         "leveldb.approximate-memory-usage" => {
             let mem = st.mem.approximate_memory_usage()
                 + st.imm
@@ -67,62 +25,13 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
                 + db.table_cache.block_cache().usage();
             Some(mem.to_string())
         }
-        "strata.blob-files" => {
-            // One line per blob file the manifest names: refs and bytes, and how much of
-            // each is garbage; then those of WALs not yet retired.
-            let mut s = String::new();
-            let _ = writeln!(
-                s,
-                "value separation: {}",
-                match v.separation {
-                    Separation::Off => "off",
-                    Separation::On => "on",
-                    Separation::Compressed => "on, values may be compressed",
-                }
-            );
-            for (n, f) in &v.blob_files {
-                let _ = writeln!(
-                    s,
-                    "{n:06}.blob refs {} bytes {} garbage refs {} garbage bytes {}",
-                    f.refs, f.bytes, f.garbage_refs, f.garbage_bytes
-                );
-            }
-            for (n, (refs, bytes)) in &st.blob_counts {
-                let _ = writeln!(s, "{n:06}.blob refs {refs} bytes {bytes} (WAL not retired)");
-            }
-            Some(s)
-        }
+        "strata.blob-files" => Some(blob_files(&st, &v)),
         "strata.recovery" => Some(if st.recovery_notes.is_empty() {
             "nothing dropped\n".to_string()
         } else {
             st.recovery_notes.iter().map(|n| format!("{n}\n")).collect()
         }),
-        "strata.stats" => {
-            let c = counters(&st);
-            let mut s = String::new();
-            let _ = writeln!(s, "flushes: {}", c.flushes);
-            let _ = writeln!(s, "compactions: {}", c.compactions);
-            let _ = writeln!(s, "compaction_bytes_read: {}", c.compaction_bytes_read);
-            let _ = writeln!(
-                s,
-                "compaction_bytes_written: {}",
-                c.compaction_bytes_written
-            );
-            let _ = writeln!(s, "compaction_seconds: {:.3}", c.compaction_seconds);
-            let _ = writeln!(
-                s,
-                "compaction_helper_shards: {}",
-                c.compaction_helper_shards
-            );
-            let _ = writeln!(s, "stall_slowdowns: {}", c.stall_slowdowns);
-            let _ = writeln!(s, "stall_stops: {}", c.stall_stops);
-            let _ = writeln!(s, "stall_seconds: {:.3}", c.stall_seconds);
-            let _ = writeln!(s, "last_seqnum: {}", st.versions.last_seqnum);
-            let _ = writeln!(s, "files_per_level: {:?}", v.files_per_level());
-            let _ = writeln!(s, "live_snapshots: {}", db.snapshots.len());
-            let _ = writeln!(s, "background_retries: {}", st.bg_retries);
-            Some(s)
-        }
+        "strata.stats" => Some(stats(db, &st, &v)),
         "strata.background-error" => Some(match (&st.bg_error, &st.bg_paused) {
             (Some(e), _) => format!("stopped: {e}\n"),
             (None, Some(p)) => format!("paused: {}\n", p.error),
@@ -130,6 +39,107 @@ pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
         }),
         _ => None,
     }
+}
+
+/// `leveldb.stats`: LevelDB's compaction table, a row per level in use.
+fn level_stats(st: &State, v: &Version) -> String {
+    let mut s = String::from(
+        "                               Compactions\n\
+         Level  Files Size(MB) Time(sec) Read(MB) Write(MB)\n\
+         --------------------------------------------------\n",
+    );
+    for level in 0..NUM_LEVELS {
+        let ls = st.level_stats[level];
+        if v.levels[level].is_empty() && ls.micros == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            "{level:>3} {:>8} {:>8.0} {:>9.0} {:>8.0} {:>9.0}",
+            v.levels[level].len(),
+            v.level_bytes(level) as f64 / 1_048_576.0,
+            ls.micros as f64 / 1e6,
+            ls.bytes_read as f64 / 1_048_576.0,
+            ls.bytes_written as f64 / 1_048_576.0
+        );
+    }
+    s
+}
+
+/// `leveldb.sstables`: every table, level by level, with its key range.
+fn sstables(v: &Version) -> String {
+    let mut s = String::new();
+    let show = |k: &[u8]| {
+        ParsedInternalKey::parse(k).map_or_else(|| format!("{:?}", k), |p| p.to_string())
+    };
+    for (level, files) in v.levels.iter().enumerate() {
+        let _ = writeln!(s, "--- level {level} ---");
+        for f in files {
+            let _ = writeln!(
+                s,
+                " {}:{}[{} .. {}]",
+                f.number,
+                f.size,
+                show(&f.smallest),
+                show(&f.largest)
+            );
+        }
+    }
+    s
+}
+
+/// `strata.blob-files`: one line per blob file the manifest names (refs and bytes, and
+/// how much of each is garbage), then those of WALs not yet retired.
+fn blob_files(st: &State, v: &Version) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "value separation: {}",
+        match v.separation {
+            Separation::Off => "off",
+            Separation::On => "on",
+            Separation::Compressed => "on, values may be compressed",
+        }
+    );
+    for (n, f) in &v.blob_files {
+        let _ = writeln!(
+            s,
+            "{n:06}.blob refs {} bytes {} garbage refs {} garbage bytes {}",
+            f.refs, f.bytes, f.garbage_refs, f.garbage_bytes
+        );
+    }
+    for (n, (refs, bytes)) in &st.blob_counts {
+        let _ = writeln!(s, "{n:06}.blob refs {refs} bytes {bytes} (WAL not retired)");
+    }
+    s
+}
+
+/// `strata.stats`: the counters, one per line.
+fn stats(db: &DbInner, st: &State, v: &Version) -> String {
+    let c = counters(st);
+    let mut s = String::new();
+    let _ = writeln!(s, "flushes: {}", c.flushes);
+    let _ = writeln!(s, "compactions: {}", c.compactions);
+    let _ = writeln!(s, "compaction_bytes_read: {}", c.compaction_bytes_read);
+    let _ = writeln!(
+        s,
+        "compaction_bytes_written: {}",
+        c.compaction_bytes_written
+    );
+    let _ = writeln!(s, "compaction_seconds: {:.3}", c.compaction_seconds);
+    let _ = writeln!(
+        s,
+        "compaction_helper_shards: {}",
+        c.compaction_helper_shards
+    );
+    let _ = writeln!(s, "stall_slowdowns: {}", c.stall_slowdowns);
+    let _ = writeln!(s, "stall_stops: {}", c.stall_stops);
+    let _ = writeln!(s, "stall_seconds: {:.3}", c.stall_seconds);
+    let _ = writeln!(s, "last_seqnum: {}", st.versions.last_seqnum);
+    let _ = writeln!(s, "files_per_level: {:?}", v.files_per_level());
+    let _ = writeln!(s, "live_snapshots: {}", db.snapshots.len());
+    let _ = writeln!(s, "background_retries: {}", st.bg_retries);
+    s
 }
 
 pub(super) fn approximate_sizes(db: &DbInner, ranges: &[(&[u8], &[u8])]) -> Vec<u64> {
