@@ -284,58 +284,72 @@ pub(super) fn make_room_for_write<'a>(
             st = db.wait(&db.bg_cv, st);
             st.stall_micros += started.elapsed().as_micros() as u64;
         } else {
-            // Switch. Only the leader touches the WAL (D1), so the file work runs without
-            // the state mutex: readers and the background thread go on meanwhile.
-            let number = st.versions.new_file_number();
-            let old = st.log.take();
-            let old_number = st.log_file_number;
-            // Older logs whose memtables are flushed hold nothing anyone needs: closed
-            // here without a sync, outside the mutex.
-            let needed = st.versions.log_number;
-            let (obsolete, kept) = std::mem::take(&mut st.unsynced_logs)
-                .into_iter()
-                .partition(|(n, _)| *n < needed);
-            st.unsynced_logs = kept;
-            let (obsolete_blobs, kept_blobs) = std::mem::take(&mut st.older_blobs)
-                .into_iter()
-                .partition(|(n, _)| *n < needed);
-            st.older_blobs = kept_blobs;
-            let sealed = st.blob.take().map(|b| {
-                let number = b.number();
-                db.blobs.seal(number);
-                // Flushed after its last group (X1).
-                let shared = Arc::new(Mutex::new(b));
-                st.older_blobs.push((number, Arc::clone(&shared)));
-                shared
-            });
-            drop(st);
-            if let Some(b) = sealed {
-                lock_blob(&b).seal();
+            let (guard, switched) = switch_memtable(db, st);
+            st = guard;
+            if let Err(e) = switched {
+                return (st, Err(e));
             }
-            drop::<Vec<(u64, Log)>>(obsolete);
-            drop::<Vec<(u64, super::SharedBlobWriter)>>(obsolete_blobs);
-            let switched = switch_log(db, old, number);
-            st = db.lock();
-            match switched {
-                Ok((new, old)) => {
-                    if let Some(old) = old {
-                        st.unsynced_logs.push((old_number, old));
-                    }
-                    st.log = Some(new);
-                    st.log_file_number = number;
-                    let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
-                    Arc::make_mut(&mut st.imm).push((old_number, full));
-                    db.has_imm.store(true, Ordering::Release);
-                    force = false;
-                    background::maybe_schedule(db, &mut st);
-                }
-                Err((e, old)) => {
-                    // A failed write is final (never retried): latch it.
-                    st.log = old;
-                    st.bg_error = Some(e.clone());
-                    return (st, Err(e));
-                }
+            force = false;
+        }
+    }
+}
+
+/// Freezes the full memtable (queued for its flush) and starts a new one with a new WAL.
+/// Only the leader touches the WAL (D1), so the file work runs without the state mutex:
+/// readers and the background thread go on meanwhile. A failed switch is final (latched
+/// in `bg_error`).
+fn switch_memtable<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+) -> (MutexGuard<'a, State>, Result<()>) {
+    let number = st.versions.new_file_number();
+    let old = st.log.take();
+    let old_number = st.log_file_number;
+    // Older logs whose memtables are flushed hold nothing anyone needs: closed here
+    // without a sync, outside the mutex.
+    let needed = st.versions.log_number;
+    let (obsolete, kept) = std::mem::take(&mut st.unsynced_logs)
+        .into_iter()
+        .partition(|(n, _)| *n < needed);
+    st.unsynced_logs = kept;
+    let (obsolete_blobs, kept_blobs) = std::mem::take(&mut st.older_blobs)
+        .into_iter()
+        .partition(|(n, _)| *n < needed);
+    st.older_blobs = kept_blobs;
+    let sealed = st.blob.take().map(|b| {
+        let number = b.number();
+        db.blobs.seal(number);
+        // Flushed after its last group (X1).
+        let shared = Arc::new(Mutex::new(b));
+        st.older_blobs.push((number, Arc::clone(&shared)));
+        shared
+    });
+    drop(st);
+    if let Some(b) = sealed {
+        lock_blob(&b).seal();
+    }
+    drop::<Vec<(u64, Log)>>(obsolete);
+    drop::<Vec<(u64, super::SharedBlobWriter)>>(obsolete_blobs);
+    let switched = switch_log(db, old, number);
+    let mut st = db.lock();
+    match switched {
+        Ok((new, old)) => {
+            if let Some(old) = old {
+                st.unsynced_logs.push((old_number, old));
             }
+            st.log = Some(new);
+            st.log_file_number = number;
+            let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
+            Arc::make_mut(&mut st.imm).push((old_number, full));
+            db.has_imm.store(true, Ordering::Release);
+            background::maybe_schedule(db, &mut st);
+            (st, Ok(()))
+        }
+        Err((e, old)) => {
+            // A failed write is final (never retried): latch it.
+            st.log = old;
+            st.bg_error = Some(e.clone());
+            (st, Err(e))
         }
     }
 }
