@@ -45,27 +45,7 @@ pub(super) fn flush_memtable<'a>(
     let writers = st.older_blobs.clone();
     drop(st);
     let started = Instant::now();
-    let built = write_table_from(db, &imm, number)
-        .map_err(Failure::of_table_write)
-        .and_then(|meta| {
-            if meta.is_some() {
-                sync_new_table(db, number).map_err(Failure::Stop)?;
-            }
-            // X1: once the WAL is gone, the table's refs are all that lead to these
-            // records: they must be on disk before the edit names the table.
-            for &(n, ..) in &blob_files {
-                match writers.iter().find(|(number, _)| *number == n) {
-                    // Through its writer: a file whose write or sync failed is not
-                    // synced again (the error comes back instead).
-                    Some((_, w)) => sync_blob(db, &mut lock_blob(w)),
-                    // No writer in this run (none today: every named file's writer stays
-                    // until its log is obsolete); a fresh handle's sync is the safe answer.
-                    None => sync_blob_file(db, n),
-                }
-                .map_err(Failure::Stop)?;
-            }
-            Ok(meta)
-        });
+    let built = build_flushed_table(db, &imm, number, &blob_files, &writers);
     st = db.lock();
     st.pending_outputs.remove(&number);
     let meta = match built {
@@ -119,4 +99,32 @@ pub(super) fn flush_memtable<'a>(
     }
     db.bg_cv.notify_all();
     st
+}
+
+/// Writes `imm` as table `number` and makes it durable with the blob files its edit will
+/// name (X1: once the WAL is gone, the table's refs are all that lead to those records, so
+/// they must be on disk before the edit names the table).
+fn build_flushed_table(
+    db: &DbInner,
+    imm: &Arc<crate::memtable::MemTable>,
+    number: u64,
+    blob_files: &[(u64, u64, u64)],
+    writers: &[(u64, super::SharedBlobWriter)],
+) -> Result<Option<crate::version::FileMetaData>, Failure> {
+    let meta = write_table_from(db, imm, number).map_err(Failure::of_table_write)?;
+    if meta.is_some() {
+        sync_new_table(db, number).map_err(Failure::Stop)?;
+    }
+    for &(n, ..) in blob_files {
+        match writers.iter().find(|(w, _)| *w == n) {
+            // Through its writer: a file whose write or sync failed is not synced again
+            // (the error comes back instead).
+            Some((_, w)) => sync_blob(db, &mut lock_blob(w)),
+            // No writer in this run (none today: every named file's writer stays until its
+            // log is obsolete); a fresh handle's sync is the safe answer.
+            None => sync_blob_file(db, n),
+        }
+        .map_err(Failure::Stop)?;
+    }
+    Ok(meta)
 }
