@@ -405,6 +405,63 @@ fn merge_inputs(
     merged
 }
 
+/// What is checked between two entries of a merge: the database closing, another
+/// shard's failure, and a full memtable waiting for its flush (it goes first: writers may
+/// be stalled on it).
+#[inline]
+fn between_entries(
+    db: &DbInner,
+    abort: &AtomicBool,
+    flushes: bool,
+) -> std::result::Result<(), Failure> {
+    if db.shutting_down.load(Ordering::Acquire) {
+        return Err(Failure::Stop(Error::InvalidArgument(
+            "database is closing".into(),
+        )));
+    }
+    if abort.load(Ordering::Relaxed) {
+        return Err(Failure::Stop(Error::InvalidArgument(ABORTED.into())));
+    }
+    if flushes && db.has_imm.load(Ordering::Acquire) {
+        let st = flush_memtable(db, db.lock(), true);
+        if let Some(e) = &st.bg_error {
+            return Err(Failure::Stop(e.clone()));
+        }
+        if let Some(p) = &st.bg_paused {
+            return Err(Failure::Retry(p.error.clone()));
+        }
+    }
+    Ok(())
+}
+
+/// Adds a kept entry to `out` (X4: a kept ref may be inlined or its value moved); true
+/// when the output has reached its size and is to be finished.
+#[inline]
+fn add_entry(
+    out: &mut Output,
+    ikey: &[u8],
+    value: &[u8],
+    ty: ValueType,
+    blobs: &mut BlobRewriter<'_>,
+    c: &Compaction,
+) -> std::result::Result<bool, Failure> {
+    let rewritten = if ty == ValueType::BlobRef {
+        blobs
+            .rewrite(ikey, value)
+            .map_err(Failure::of_table_write)?
+    } else {
+        None
+    };
+    let (ikey, value) = rewritten.unwrap_or((ikey, value));
+    out.blob_bytes += referenced_blob_bytes(ikey, value);
+    out.builder
+        .add(ikey, value)
+        .map_err(Failure::of_table_write)?;
+    out.largest.clear();
+    out.largest.extend_from_slice(ikey);
+    Ok(out.builder.file_size() >= c.max_output_file_size)
+}
+
 /// The loop of [`merge_inputs`].
 #[expect(
     clippy::too_many_arguments,
@@ -432,24 +489,7 @@ fn merge_entries(
     let mut has_current_user_key = false;
     let mut last_seq_for_key = MAX_SEQNUM;
     while input.valid() {
-        if db.shutting_down.load(Ordering::Acquire) {
-            return Err(Failure::Stop(Error::InvalidArgument(
-                "database is closing".into(),
-            )));
-        }
-        if abort.load(Ordering::Relaxed) {
-            return Err(Failure::Stop(Error::InvalidArgument(ABORTED.into())));
-        }
-        // A waiting memtable flush goes first: writers may be stalled on it.
-        if flushes && db.has_imm.load(Ordering::Acquire) {
-            let st = flush_memtable(db, db.lock(), true);
-            if let Some(e) = &st.bg_error {
-                return Err(Failure::Stop(e.clone()));
-            }
-            if let Some(p) = &st.bg_paused {
-                return Err(Failure::Retry(p.error.clone()));
-            }
-        }
+        between_entries(db, abort, flushes)?;
         let ikey = input.key();
         if shard.is_past_end(user_key(ikey)) {
             break;
@@ -495,22 +535,8 @@ fn merge_entries(
                 current = Some(out);
             }
             if let Some(out) = current.as_mut() {
-                // X4: a kept ref may be inlined or its value moved.
-                let rewritten = if parsed.ty == ValueType::BlobRef {
-                    blobs
-                        .rewrite(ikey, input.value())
-                        .map_err(Failure::of_table_write)?
-                } else {
-                    None
-                };
-                let (ikey, value) = rewritten.unwrap_or((ikey, input.value()));
-                out.blob_bytes += referenced_blob_bytes(ikey, value);
-                out.builder.add(ikey, value).map_err(out_err)?;
-                out.largest.clear();
-                out.largest.extend_from_slice(ikey);
-                if out.builder.file_size() >= c.max_output_file_size
-                    && let Some(out) = current.take()
-                {
+                let full = add_entry(out, ikey, input.value(), parsed.ty, blobs, c)?;
+                if full && let Some(out) = current.take() {
                     outputs.push(finish_output(db, out, to_sync).map_err(out_err)?);
                 }
             }
