@@ -369,6 +369,25 @@ impl<'a> Page<'a> {
     fn render(&self, charts_dir: &Path) -> Result<String> {
         let doc = &self.docs[0];
         let mut h = String::new();
+        self.render_head(&mut h);
+        h.push_str("<nav><a href=\"#verdict\">verdict</a> · <a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
+        self.render_verdict(&mut h);
+        self.render_bars(&mut h, charts_dir)?;
+        self.render_series(&mut h, charts_dir)?;
+        self.render_summary(&mut h);
+        self.render_settings(&mut h);
+        let _ = writeln!(
+            h,
+            "<footer>Drawn by <code>strata-bench report</code> {} from {}.</footer></main></body></html>",
+            esc(&doc.version),
+            esc(&self.sources.join(", "))
+        );
+        Ok(h)
+    }
+
+    /// The page's head, title, lede (engines, rounds, date, machine) and how to read it.
+    fn render_head(&self, h: &mut String) {
+        let doc = &self.docs[0];
         let title = match doc.suite.as_deref() {
             Some("baseline") => "LevelDB's benchmark page, redrawn on this machine".to_string(),
             Some(s) => format!("strata-bench: the {s} suite"),
@@ -420,10 +439,11 @@ impl<'a> Page<'a> {
             "<p class=\"how\">OS page cache: {}.</p>",
             esc(&doc.page_cache)
         );
-        h.push_str("<nav><a href=\"#verdict\">verdict</a> · <a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
-        self.render_verdict(&mut h);
+    }
 
-        // Bar charts, group by group.
+    /// The bar charts, group by group, each with its captions (the harness's cost, the
+    /// engines' messages and counters), also written as SVG files into `charts_dir`.
+    fn render_bars(&self, h: &mut String, charts_dir: &Path) -> Result<()> {
         let mut group = None;
         for (n, row) in self.rows.iter().enumerate() {
             // The disk's ceiling is drawn on the fillsync chart, not as a workload.
@@ -495,17 +515,7 @@ impl<'a> Page<'a> {
         if group.is_some() {
             h.push_str("</section>");
         }
-
-        self.render_series(&mut h, charts_dir)?;
-        self.render_summary(&mut h);
-        self.render_settings(&mut h);
-        let _ = writeln!(
-            h,
-            "<footer>Drawn by <code>strata-bench report</code> {} from {}.</footer></main></body></html>",
-            esc(&doc.version),
-            esc(&self.sources.join(", "))
-        );
-        Ok(h)
+        Ok(())
     }
 
     /// Line charts of every result with a `--stats_interval` series (first round).
