@@ -39,47 +39,59 @@ fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Every `.rs` file below `dir` (none if it does not exist), `target/` left out.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                if !p.ends_with("target") {
+                    stack.push(p);
+                }
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Source files under `src/` as module paths (`a/mod.rs` and `a.rs` are `a`).
 fn load_crate(dir: &Path) -> Crate {
     let src = dir.join("src");
     let mut modules = BTreeMap::new();
-    let mut stack = vec![src.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-                continue;
-            }
-            if p.extension().is_none_or(|x| x != "rs") {
-                continue;
-            }
-            let rel = p.strip_prefix(&src).unwrap();
-            let mut parts: Vec<String> = rel
-                .iter()
-                .map(|s| s.to_string_lossy().into_owned())
-                .collect();
-            let last = parts.pop().unwrap();
-            let stem = last.trim_end_matches(".rs").to_string();
-            if parts.is_empty() && (stem == "lib" || stem == "main") {
-                // the crate root
-            } else if stem != "mod" {
-                parts.push(stem);
-            }
-            if parts.last().is_some_and(|s| s == "tests") || rel.starts_with("bin") {
-                continue; // test modules, and binaries (crates of their own)
-            }
-            let code = strip(&std::fs::read_to_string(&p).unwrap());
-            let children = declared_modules(&code);
-            modules.insert(
-                parts,
-                Module {
-                    file: p,
-                    code,
-                    children,
-                },
-            );
+    for p in rust_files(&src) {
+        let rel = p.strip_prefix(&src).unwrap();
+        let mut parts: Vec<String> = rel
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        let last = parts.pop().unwrap();
+        let stem = last.trim_end_matches(".rs").to_string();
+        if parts.is_empty() && (stem == "lib" || stem == "main") {
+            // the crate root
+        } else if stem != "mod" {
+            parts.push(stem);
         }
+        if parts.last().is_some_and(|s| s == "tests") || rel.starts_with("bin") {
+            continue; // test modules, and binaries (crates of their own)
+        }
+        let code = strip(&std::fs::read_to_string(&p).unwrap());
+        let children = declared_modules(&code);
+        modules.insert(
+            parts,
+            Module {
+                file: p,
+                code,
+                children,
+            },
+        );
     }
     let name = dir.file_name().unwrap().to_string_lossy().replace('-', "_");
     Crate { name, modules }
@@ -589,35 +601,21 @@ fn invariant_definitions() -> Vec<Definition> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(&crates).unwrap() {
         let src = e.unwrap().path().join("src");
-        let mut stack = vec![src.clone()];
-        while let Some(d) = stack.pop() {
-            let Ok(entries) = std::fs::read_dir(&d) else {
-                continue;
+        for p in rust_files(&src) {
+            let file = match p.strip_prefix(crates.join("strata/src")) {
+                Ok(rel) => rel.display().to_string(),
+                Err(_) => p.strip_prefix(&crates).unwrap().display().to_string(),
             };
-            for e in entries {
-                let p = e.unwrap().path();
-                if p.is_dir() {
-                    stack.push(p);
+            for line in std::fs::read_to_string(&p).unwrap().lines() {
+                let Some(rest) = line.trim_start().strip_prefix("//! - ") else {
                     continue;
-                }
-                if p.extension().is_none_or(|x| x != "rs") {
-                    continue;
-                }
-                let file = match p.strip_prefix(crates.join("strata/src")) {
-                    Ok(rel) => rel.display().to_string(),
-                    Err(_) => p.strip_prefix(&crates).unwrap().display().to_string(),
                 };
-                for line in std::fs::read_to_string(&p).unwrap().lines() {
-                    let Some(rest) = line.trim_start().strip_prefix("//! - ") else {
-                        continue;
-                    };
-                    let id = rest.split_whitespace().next().unwrap_or("");
-                    if is_id(id) {
-                        out.push(Definition {
-                            id: id.to_string(),
-                            file: file.clone(),
-                        });
-                    }
+                let id = rest.split_whitespace().next().unwrap_or("");
+                if is_id(id) {
+                    out.push(Definition {
+                        id: id.to_string(),
+                        file: file.clone(),
+                    });
                 }
             }
         }
@@ -659,41 +657,28 @@ fn durability_clauses() -> BTreeSet<String> {
 fn cited_invariants() -> Vec<(String, String)> {
     let crates = workspace().join("crates");
     let mut out = Vec::new();
-    let mut stack = vec![crates.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                if !p.ends_with("target") {
-                    stack.push(p);
-                }
+    for p in rust_files(&crates) {
+        for line in std::fs::read_to_string(&p).unwrap().lines() {
+            let Some(at) = line.find("//") else {
                 continue;
-            }
-            if p.extension().is_none_or(|x| x != "rs") {
-                continue;
-            }
-            for line in std::fs::read_to_string(&p).unwrap().lines() {
-                let Some(at) = line.find("//") else {
-                    continue;
+            };
+            let comment = &line[at..];
+            let mut rest = comment;
+            while let Some(open) = rest.find('(') {
+                let Some(close) = rest[open..].find(')') else {
+                    break;
                 };
-                let comment = &line[at..];
-                let mut rest = comment;
-                while let Some(open) = rest.find('(') {
-                    let Some(close) = rest[open..].find(')') else {
-                        break;
-                    };
-                    let group = &rest[open + 1..open + close];
-                    let words: Vec<&str> = group
-                        .split(|c: char| c == ',' || c == '-' || c == '–' || c.is_whitespace())
-                        .filter(|w| !w.is_empty() && *w != "and")
-                        .collect();
-                    if !words.is_empty() && words.iter().all(|w| is_id(w)) {
-                        for w in words {
-                            out.push((w.to_string(), p.display().to_string()));
-                        }
+                let group = &rest[open + 1..open + close];
+                let words: Vec<&str> = group
+                    .split(|c: char| c == ',' || c == '-' || c == '–' || c.is_whitespace())
+                    .filter(|w| !w.is_empty() && *w != "and")
+                    .collect();
+                if !words.is_empty() && words.iter().all(|w| is_id(w)) {
+                    for w in words {
+                        out.push((w.to_string(), p.display().to_string()));
                     }
-                    rest = &rest[open + close + 1..];
                 }
+                rest = &rest[open + close + 1..];
             }
         }
     }

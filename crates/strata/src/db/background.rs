@@ -17,7 +17,6 @@ use super::obsolete::delete_obsolete_files;
 use super::{DbInner, State};
 use crate::compaction::{in_place_compaction, pick_compaction, range_compaction};
 use crate::key;
-use crate::version::FileMetaData;
 
 /// The background thread's loop.
 pub(super) fn run(db: &Arc<DbInner>) {
@@ -135,16 +134,7 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
     if manual.is_none() && c.is_trivial_move() {
         let f = Arc::clone(&c.inputs[0][0]);
         c.edit.deleted_files.insert((c.level, f.number));
-        c.edit.new_files.push((
-            c.level + 1,
-            FileMetaData {
-                number: f.number,
-                size: f.size,
-                smallest: f.smallest.clone(),
-                largest: f.largest.clone(),
-                blob_bytes: f.blob_bytes,
-            },
-        ));
+        c.edit.new_files.push((c.level + 1, f.to_meta_data()));
         let applied;
         (st, applied) = db.apply_edit(st, &mut c.edit);
         if let Err(e) = applied {

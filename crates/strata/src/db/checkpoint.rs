@@ -25,7 +25,7 @@ use crate::filename;
 use crate::iter::{BoxCursor, Cursor, MergingIter};
 use crate::key::ParsedInternalKey;
 use crate::log::LogWriter;
-use crate::version::{FileMetaData, Separation, VersionEdit};
+use crate::version::{Separation, VersionEdit};
 
 pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
     let env = db.env.as_ref();
@@ -80,16 +80,7 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
                 to = filename::sst_table(dest, f.number);
             }
             env.link_file(&from, &to)?;
-            edit.new_files.push((
-                level,
-                FileMetaData {
-                    number: f.number,
-                    size: f.size,
-                    smallest: f.smallest.clone(),
-                    largest: f.largest.clone(),
-                    blob_bytes: f.blob_bytes,
-                },
-            ));
+            edit.new_files.push((level, f.to_meta_data()));
         }
     }
     // The memtables' entries at or below S: the newest data, so a level-0 table numbered

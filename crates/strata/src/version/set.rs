@@ -10,7 +10,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
-use super::{Builder, FileMetaData, NUM_LEVELS, Separation, Version, VersionEdit};
+use super::{Builder, NUM_LEVELS, Separation, Version, VersionEdit};
 use crate::env::{Env, WritableFile};
 use crate::error::{ComparatorNames, Error, Result};
 use crate::filename;
@@ -350,16 +350,7 @@ impl VersionSet {
         }
         for (level, files) in self.current.levels.iter().enumerate() {
             for f in files {
-                edit.new_files.push((
-                    level,
-                    FileMetaData {
-                        number: f.number,
-                        size: f.size,
-                        smallest: f.smallest.clone(),
-                        largest: f.largest.clone(),
-                        blob_bytes: f.blob_bytes,
-                    },
-                ));
+                edit.new_files.push((level, f.to_meta_data()));
             }
         }
         if self.current.separation != Separation::Off {
@@ -504,6 +495,7 @@ mod tests {
     use super::*;
     use crate::env::MemEnv;
     use crate::key::{ValueType, make_internal_key};
+    use crate::version::FileMetaData;
 
     fn file(number: u64, lo: &str, hi: &str) -> FileMetaData {
         FileMetaData {

@@ -52,6 +52,17 @@ impl FileMeta {
     pub fn user_range(&self) -> (&[u8], &[u8]) {
         (key::user_key(&self.smallest), key::user_key(&self.largest))
     }
+
+    /// The table as a manifest edit names it.
+    pub fn to_meta_data(&self) -> super::FileMetaData {
+        super::FileMetaData {
+            number: self.number,
+            size: self.size,
+            smallest: self.smallest.clone(),
+            largest: self.largest.clone(),
+            blob_bytes: self.blob_bytes,
+        }
+    }
 }
 
 /// What a version knows of a key.
