@@ -229,6 +229,21 @@ impl Db {
         write::write(&self.inner, Some(batch), options.sync)
     }
 
+    /// Makes every write acknowledged so far durable (RocksDB's `FlushWAL(true)`, LevelDB's
+    /// empty synced write): with `sync`, the write-ahead log, and any older log a switch
+    /// left unsynced, are synced before it returns, so a caller can write with
+    /// `sync: false` and sync once for many writes (C1). Without `sync` there is nothing
+    /// to do: an acknowledged write has already reached the operating system (C2).
+    /// `Error::NotSupported` on a database opened read-only.
+    pub fn flush_wal(&self, sync: bool) -> Result<()> {
+        if !sync && !self.inner.read_only {
+            return Ok(());
+        }
+        // An empty batch, synced: it queues behind every write acknowledged before this
+        // call, and its sync covers them (and older logs, W4).
+        write::write(&self.inner, Some(WriteBatch::new()), true)
+    }
+
     /// The value of `key`, if any.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         self.get_opt(key, &ReadOptions::default())
