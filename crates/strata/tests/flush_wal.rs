@@ -73,3 +73,23 @@ fn flush_wal_without_sync_and_on_a_read_only_database() {
         Err(strata::Error::NotSupported(_))
     ));
 }
+
+#[test]
+fn leveldb_reads_a_log_with_the_empty_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            create_if_missing: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    db.put("a", "1").unwrap();
+    db.flush_wal(true).unwrap();
+    db.put("b", "2").unwrap();
+    drop(db);
+    let ldb = leveldb_ffi::Db::open(dir.path(), &leveldb_ffi::Options::default()).unwrap();
+    assert_eq!(ldb.get(b"a").unwrap().as_deref(), Some(&b"1"[..]));
+    assert_eq!(ldb.get(b"b").unwrap().as_deref(), Some(&b"2"[..]));
+}
