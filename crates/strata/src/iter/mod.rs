@@ -47,7 +47,7 @@ pub(crate) fn status_of(err: &Option<crate::error::Error>) -> Result<()> {
 }
 
 /// A boxed cursor, the currency of iterator trees.
-pub type BoxCursor = Box<dyn Cursor>;
+pub type BoxCursor = Box<dyn Cursor + Send>;
 
 impl<C: Cursor + ?Sized> Cursor for Box<C> {
     fn valid(&self) -> bool {

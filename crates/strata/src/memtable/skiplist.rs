@@ -551,6 +551,12 @@ pub struct Cursor {
     node: *const Node,
 }
 
+// SAFETY: the cursor's one raw pointer is a node of the list its `Arc` keeps alive (S4),
+// which is never moved, freed or changed but for its atomic forward pointers while the list
+// lives (S1); the list itself is `Sync`. So the cursor may move to another thread (a scan
+// held across an `.await`) and read the same node there.
+unsafe impl Send for Cursor {}
+
 impl std::fmt::Debug for Cursor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cursor")

@@ -171,6 +171,30 @@ fn a_cursor_keeps_the_list_alive() {
     assert_eq!(c.value(), b"1");
 }
 
+/// A cursor positioned on one thread reads on another while the first keeps inserting
+/// (the `Send` of `Cursor`; under Miri, its data-race checker watches the handover).
+#[test]
+fn a_cursor_moves_to_another_thread() {
+    let list = Arc::new(SkipList::new());
+    for (i, k) in [b"a", b"b", b"c"].iter().enumerate() {
+        list.insert(*k, pack_tag(i as u64 + 1, ValueType::Value), *k);
+    }
+    let mut c = Cursor::new(Arc::clone(&list));
+    c.seek_to_first();
+    let reader = std::thread::spawn(move || {
+        let mut seen = Vec::new();
+        while c.valid() {
+            seen.push(c.value().to_vec());
+            c.next();
+        }
+        seen
+    });
+    list.insert(b"d", pack_tag(4, ValueType::Value), b"d");
+    let seen = reader.join().unwrap();
+    assert!(seen.starts_with(&[b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]));
+    assert!(seen.len() <= 4);
+}
+
 #[test]
 fn memory_counts_node_bytes() {
     let list = SkipList::new();
