@@ -138,6 +138,19 @@ impl Db {
     /// with `Error::Locked` (a writer that opened later would change files under the
     /// reader). Writes, `flush`, `compact_range` and `resume` fail with
     /// `Error::NotSupported`. `create_if_missing` and `error_if_exists` are ignored.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), strata::Error> {
+    /// # let tmp = tempfile::tempdir().map_err(|e| strata::Error::io("tempdir", e))?;
+    /// # let db = strata::Db::open(tmp.path().join("db"), strata::Options { create_if_missing: true, ..Default::default() })?;
+    /// db.put(b"k", b"v")?;
+    /// drop(db); // the writer lets go of the lock
+    /// let reader = strata::Db::open_read_only(tmp.path().join("db"), strata::Options::default())?;
+    /// assert_eq!(reader.get(b"k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(reader.put(b"k", b"w").is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<Db> {
         let inner = Arc::new(recover::open(
             path.as_ref(),
@@ -157,6 +170,19 @@ impl Db {
     /// becomes one new table. `CURRENT` is written last, once everything else is synced,
     /// so a crash leaves `dest` complete or without `CURRENT` (an open refuses it). Not yet for databases with value
     /// separation (`Error::NotSupported`).
+    ///
+    /// ```
+    /// # fn main() -> Result<(), strata::Error> {
+    /// # let tmp = tempfile::tempdir().map_err(|e| strata::Error::io("tempdir", e))?;
+    /// # let db = strata::Db::open(tmp.path().join("db"), strata::Options { create_if_missing: true, ..Default::default() })?;
+    /// db.put(b"k", b"v")?;
+    /// let seq = db.checkpoint(tmp.path().join("backup"))?;
+    /// let copy = strata::Db::open(tmp.path().join("backup"), strata::Options::default())?;
+    /// assert_eq!(copy.get(b"k")?.as_deref(), Some(&b"v"[..]));
+    /// assert!(seq >= 1);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn checkpoint(&self, dest: impl AsRef<Path>) -> Result<u64> {
         checkpoint::checkpoint(&self.inner, dest.as_ref())
     }
@@ -235,6 +261,18 @@ impl Db {
     /// `sync: false` and sync once for many writes (C1). Without `sync` there is nothing
     /// to do: an acknowledged write has already reached the operating system (C2).
     /// `Error::NotSupported` on a database opened read-only.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), strata::Error> {
+    /// # let tmp = tempfile::tempdir().map_err(|e| strata::Error::io("tempdir", e))?;
+    /// # let db = strata::Db::open(tmp.path().join("db"), strata::Options { create_if_missing: true, ..Default::default() })?;
+    /// for i in 0..100 {
+    /// db.put(format!("key{i}"), b"unsynced")?; // fast: no fsync each
+    /// }
+    /// db.flush_wal(true)?; // one fsync: all 100 are durable now
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
         if !sync && !self.inner.read_only {
             return Ok(());
