@@ -197,12 +197,7 @@ pub fn bars(
             .map_err(draw_err)?;
         chart
             .draw_series(bars.iter().enumerate().filter_map(|(i, b)| {
-                let color = match b {
-                    Bar::Measured { engine, .. } if engine == "strata" => STRATA,
-                    Bar::Measured { .. } => PEER,
-                    Bar::Published { .. } => PUBLISHED,
-                    Bar::NotAvailable { .. } => return None,
-                };
+                let color = bar_color(b)?;
                 let mut r = Rectangle::new(
                     [
                         (0.0, SegmentValue::Exact(seg(i))),
@@ -218,19 +213,7 @@ pub fn bars(
         chart
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
                 let at = (b.value() + xmax * 0.01, SegmentValue::CenterOf(seg(i)));
-                let (text, color) = match b {
-                    Bar::Measured { ratio, value, .. } => {
-                        let mut t = scale.figure(*value);
-                        let mut c = INK;
-                        if let Some(r) = ratio {
-                            t.push_str(&format!("   x{r:.2}"));
-                            c = if *r >= 1.0 { AHEAD } else { BEHIND };
-                        }
-                        (t, c)
-                    }
-                    Bar::Published { ops_per_sec, .. } => (thousands(*ops_per_sec), MUTED),
-                    Bar::NotAvailable { reason, .. } => (format!("n/a: {reason}"), MUTED),
-                };
+                let (text, color) = bar_text(b, scale);
                 Text::new(
                     text,
                     at,
@@ -263,6 +246,34 @@ pub fn bars(
         root.present().map_err(draw_err)?;
     }
     Ok(svg)
+}
+
+/// A bar's colour: Strata's, a peer's, a published figure's; none for a missing one.
+fn bar_color(b: &Bar) -> Option<RGBColor> {
+    match b {
+        Bar::Measured { engine, .. } if engine == "strata" => Some(STRATA),
+        Bar::Measured { .. } => Some(PEER),
+        Bar::Published { .. } => Some(PUBLISHED),
+        Bar::NotAvailable { .. } => None,
+    }
+}
+
+/// The text beside a bar and its colour: the figure and, for a peer, its ratio to Strata
+/// (green when Strata is ahead, red when behind).
+fn bar_text(b: &Bar, scale: Scale) -> (String, RGBColor) {
+    match b {
+        Bar::Measured { ratio, value, .. } => {
+            let mut t = scale.figure(*value);
+            let mut c = INK;
+            if let Some(r) = ratio {
+                t.push_str(&format!("   x{r:.2}"));
+                c = if *r >= 1.0 { AHEAD } else { BEHIND };
+            }
+            (t, c)
+        }
+        Bar::Published { ops_per_sec, .. } => (thousands(*ops_per_sec), MUTED),
+        Bar::NotAvailable { reason, .. } => (format!("n/a: {reason}"), MUTED),
+    }
 }
 
 /// One line of a series chart: an engine's (seconds, value) points.
