@@ -499,128 +499,213 @@ fn thread_body(
     t: usize,
     live: &Live,
 ) -> Result<ThreadStats> {
-    let mut rng = Rng::new(flags.seed.wrapping_add(1000 + t as u64));
-    let mut values = ValueGenerator::new(flags.compression_ratio, 301);
-    let mut hist = new_hist(flags)?;
-    let mut k = Vec::with_capacity(KEY_SIZE + 1);
-    let mut out = Vec::new();
-    let (mut batch_keys, mut batch_values) = (Vec::new(), Vec::new());
-    let (mut bytes, mut found) = (0u64, 0u64);
-    let mut limiter =
-        (flags.writes_per_second > 0).then(|| RateLimiter::new(flags.writes_per_second));
+    let mut w = Worker {
+        rng: Rng::new(flags.seed.wrapping_add(1000 + t as u64)),
+        values: ValueGenerator::new(flags.compression_ratio, 301),
+        hist: new_hist(flags)?,
+        k: Vec::with_capacity(KEY_SIZE + 1),
+        bytes: 0,
+        found: 0,
+    };
     let (ops, seconds) = match spec.kind {
-        Kind::WriteSeq | Kind::WriteRandom => {
-            let batches = spec.num.div_ceil(spec.batch as u64);
-            let (n, s) = timed_loop(flags, batches, 0.0, &mut hist, |b| {
-                let first = b * spec.batch as u64;
-                let keyno = |j: u64, rng: &mut Rng| {
-                    if spec.kind == Kind::WriteSeq {
-                        first + j
-                    } else {
-                        rng.uniform(spec.num)
-                    }
-                };
-                if spec.batch == 1 {
-                    if let Some(l) = limiter.as_mut() {
-                        l.acquire();
-                    }
-                    key(keyno(0, &mut rng), &mut k);
-                    let v = values.generate(spec.value_size);
-                    engine.put(&k, v, spec.sync)?;
-                } else {
-                    // Keys and values go into two reused buffers; the batch borrows them.
-                    batch_keys.clear();
-                    batch_values.clear();
-                    for j in 0..spec.batch as u64 {
-                        key(keyno(j, &mut rng), &mut k);
-                        batch_keys.extend_from_slice(&k);
-                        batch_values.extend_from_slice(values.generate(spec.value_size));
-                    }
-                    let (kl, vl) = (k.len(), spec.value_size);
-                    let ops: Vec<BatchOp> = (0..spec.batch)
-                        .map(|j| {
-                            let v = &batch_values[j * vl..(j + 1) * vl];
-                            (&batch_keys[j * kl..(j + 1) * kl], Some(v))
-                        })
-                        .collect();
-                    engine.write_batch(&ops, spec.sync)?;
-                }
-                bytes += ((spec.value_size + KEY_SIZE) * spec.batch) as u64;
-                live.writes.fetch_add(spec.batch as u64, Ordering::Relaxed);
-                Ok(())
-            })?;
-            (n * spec.batch as u64, s)
+        Kind::WriteSeq | Kind::WriteRandom => w.writes(engine, spec, flags, live)?,
+        Kind::DeleteSeq | Kind::DeleteRandom => w.deletes(engine, spec, flags, live)?,
+        Kind::ReadSeq | Kind::ReadReverse => w.scan(engine, spec, live)?,
+        Kind::ReadRandom | Kind::ReadMissing | Kind::ReadHot | Kind::ReadWhileWriting => {
+            w.reads(engine, spec, flags, live)?
         }
-        Kind::DeleteSeq | Kind::DeleteRandom => timed_loop(flags, spec.num, 0.0, &mut hist, |i| {
+        Kind::SeekRandom => w.seeks(engine, spec, flags, live)?,
+        _ => bail!("{} is not a per-thread benchmark", spec.name),
+    };
+    Ok(ThreadStats {
+        ops,
+        bytes: w.bytes,
+        found: w.found,
+        seconds,
+        hist: w.hist,
+    })
+}
+
+/// One benchmark thread's generators, buffers and tallies.
+struct Worker {
+    rng: Rng,
+    values: ValueGenerator,
+    hist: Option<Histogram<u64>>,
+    /// The key buffer, reused.
+    k: Vec<u8>,
+    bytes: u64,
+    found: u64,
+}
+
+impl Worker {
+    /// fillseq, fillrandom and their batched and synced forms: (ops, seconds).
+    fn writes(
+        &mut self,
+        engine: &dyn Engine,
+        spec: &Spec,
+        flags: &Flags,
+        live: &Live,
+    ) -> Result<(u64, f64)> {
+        let Worker {
+            rng,
+            values,
+            hist,
+            k,
+            bytes,
+            ..
+        } = self;
+        let (mut batch_keys, mut batch_values) = (Vec::new(), Vec::new());
+        let mut limiter =
+            (flags.writes_per_second > 0).then(|| RateLimiter::new(flags.writes_per_second));
+        let batches = spec.num.div_ceil(spec.batch as u64);
+        let (n, s) = timed_loop(flags, batches, 0.0, hist, |b| {
+            let first = b * spec.batch as u64;
+            let keyno = |j: u64, rng: &mut Rng| {
+                if spec.kind == Kind::WriteSeq {
+                    first + j
+                } else {
+                    rng.uniform(spec.num)
+                }
+            };
+            if spec.batch == 1 {
+                if let Some(l) = limiter.as_mut() {
+                    l.acquire();
+                }
+                key(keyno(0, rng), k);
+                let v = values.generate(spec.value_size);
+                engine.put(k, v, spec.sync)?;
+            } else {
+                // Keys and values go into two reused buffers; the batch borrows them.
+                batch_keys.clear();
+                batch_values.clear();
+                for j in 0..spec.batch as u64 {
+                    key(keyno(j, rng), k);
+                    batch_keys.extend_from_slice(k);
+                    batch_values.extend_from_slice(values.generate(spec.value_size));
+                }
+                let (kl, vl) = (k.len(), spec.value_size);
+                let ops: Vec<BatchOp> = (0..spec.batch)
+                    .map(|j| {
+                        let v = &batch_values[j * vl..(j + 1) * vl];
+                        (&batch_keys[j * kl..(j + 1) * kl], Some(v))
+                    })
+                    .collect();
+                engine.write_batch(&ops, spec.sync)?;
+            }
+            *bytes += ((spec.value_size + KEY_SIZE) * spec.batch) as u64;
+            live.writes.fetch_add(spec.batch as u64, Ordering::Relaxed);
+            Ok(())
+        })?;
+        Ok((n * spec.batch as u64, s))
+    }
+
+    /// deleteseq and deleterandom.
+    fn deletes(
+        &mut self,
+        engine: &dyn Engine,
+        spec: &Spec,
+        flags: &Flags,
+        live: &Live,
+    ) -> Result<(u64, f64)> {
+        let Worker { rng, hist, k, .. } = self;
+        timed_loop(flags, spec.num, 0.0, hist, |i| {
             let n = if spec.kind == Kind::DeleteSeq {
                 i
             } else {
                 rng.uniform(spec.num)
             };
-            key(n, &mut k);
-            engine.delete(&k, spec.sync)?;
+            key(n, k);
+            engine.delete(k, spec.sync)?;
             live.writes.fetch_add(1, Ordering::Relaxed);
             Ok(())
-        })?,
-        Kind::ReadSeq | Kind::ReadReverse => {
-            let started = Instant::now();
-            let n = engine.scan(
-                spec.kind == Kind::ReadReverse,
-                spec.reads as usize,
-                // db_bench's ReadSequential: count the key's and the value's lengths;
-                // the value's bytes are never read.
-                &mut |kk, v| {
-                    bytes += (kk.len() + v.len()) as u64;
-                    std::hint::black_box(v.as_ptr());
-                },
-            )? as u64;
-            live.reads.fetch_add(n, Ordering::Relaxed);
-            (n, started.elapsed().as_secs_f64())
-        }
-        Kind::ReadRandom | Kind::ReadMissing | Kind::ReadHot | Kind::ReadWhileWriting => {
-            let range = if spec.kind == Kind::ReadHot {
-                spec.num.div_ceil(100)
-            } else {
-                spec.num
-            };
-            let budget = if spec.kind == Kind::ReadWhileWriting {
-                0.0
-            } else {
-                flags.read_budget
-            };
-            timed_loop(flags, spec.reads, budget, &mut hist, |_| {
-                key(rng.uniform(range), &mut k);
-                if spec.kind == Kind::ReadMissing {
-                    k.push(b'.');
-                }
-                // db_bench's ReadRandom: the value lands in a reused buffer (its
-                // std::string); only its length is looked at.
-                if engine.get(&k, &mut out)? {
-                    found += 1;
-                    bytes += (k.len() + out.len()) as u64;
-                    std::hint::black_box(out.as_ptr());
-                }
-                live.reads.fetch_add(1, Ordering::Relaxed);
-                Ok(())
-            })?
-        }
-        Kind::SeekRandom => timed_loop(flags, spec.reads, flags.read_budget, &mut hist, |_| {
-            key(rng.uniform(spec.num), &mut k);
-            if engine.seek(&k)?.is_some_and(|got| got == k) {
-                found += 1;
+        })
+    }
+
+    /// readseq and readreverse: db_bench's ReadSequential, which counts the key's and the
+    /// value's lengths and never reads the value's bytes.
+    fn scan(&mut self, engine: &dyn Engine, spec: &Spec, live: &Live) -> Result<(u64, f64)> {
+        let bytes = &mut self.bytes;
+        let started = Instant::now();
+        let n = engine.scan(
+            spec.kind == Kind::ReadReverse,
+            spec.reads as usize,
+            &mut |kk, v| {
+                *bytes += (kk.len() + v.len()) as u64;
+                std::hint::black_box(v.as_ptr());
+            },
+        )? as u64;
+        live.reads.fetch_add(n, Ordering::Relaxed);
+        Ok((n, started.elapsed().as_secs_f64()))
+    }
+
+    /// readrandom, readmissing, readhot and readwhilewriting's readers: db_bench's
+    /// ReadRandom, whose value lands in a reused buffer (its std::string), only its length
+    /// looked at.
+    fn reads(
+        &mut self,
+        engine: &dyn Engine,
+        spec: &Spec,
+        flags: &Flags,
+        live: &Live,
+    ) -> Result<(u64, f64)> {
+        let Worker {
+            rng,
+            hist,
+            k,
+            bytes,
+            found,
+            ..
+        } = self;
+        let mut out = Vec::new();
+        let range = if spec.kind == Kind::ReadHot {
+            spec.num.div_ceil(100)
+        } else {
+            spec.num
+        };
+        let budget = if spec.kind == Kind::ReadWhileWriting {
+            0.0
+        } else {
+            flags.read_budget
+        };
+        timed_loop(flags, spec.reads, budget, hist, |_| {
+            key(rng.uniform(range), k);
+            if spec.kind == Kind::ReadMissing {
+                k.push(b'.');
+            }
+            if engine.get(k, &mut out)? {
+                *found += 1;
+                *bytes += (k.len() + out.len()) as u64;
+                std::hint::black_box(out.as_ptr());
             }
             live.reads.fetch_add(1, Ordering::Relaxed);
             Ok(())
-        })?,
-        _ => bail!("{} is not a per-thread benchmark", spec.name),
-    };
-    Ok(ThreadStats {
-        ops,
-        bytes,
-        found,
-        seconds,
-        hist,
-    })
+        })
+    }
+
+    /// seekrandom.
+    fn seeks(
+        &mut self,
+        engine: &dyn Engine,
+        spec: &Spec,
+        flags: &Flags,
+        live: &Live,
+    ) -> Result<(u64, f64)> {
+        let Worker {
+            rng,
+            hist,
+            k,
+            found,
+            ..
+        } = self;
+        timed_loop(flags, spec.reads, flags.read_budget, hist, |_| {
+            key(rng.uniform(spec.num), k);
+            if engine.seek(k)?.is_some_and(|got| got == *k) {
+                *found += 1;
+            }
+            live.reads.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+    }
 }
 
 /// The one writer of readwhilewriting: random puts until the readers are done.
