@@ -398,20 +398,8 @@ fn manifest_path(path: &Path) -> Result<PathBuf, Failure> {
     if !path.is_dir() {
         return Ok(path.to_path_buf());
     }
-    let current = std::fs::read_to_string(path.join("CURRENT")).map_err(|e| {
-        Failure::new(format!(
-            "{}: no CURRENT ({e}): not a database",
-            path.display()
-        ))
-    })?;
-    let name = current.trim_end_matches('\n');
-    if name.is_empty() || name.contains('/') {
-        return Err(Failure::new(format!(
-            "{}: CURRENT names no manifest",
-            path.display()
-        )));
-    }
-    Ok(path.join(name))
+    strata::version::current_manifest(&DiskEnv::new(), path)
+        .map_err(|e| Failure::new(format!("{}: {e}", path.display())))
 }
 
 pub fn dump_manifest(path: &Path, s: Show) -> Outcome {

@@ -84,31 +84,11 @@ pub fn compact(db: &Path, from: Option<&str>, to: Option<&str>, hex: bool) -> Ou
     Ok(db.close()?)
 }
 
-/// Every property the engine answers.
-fn property_names() -> Vec<String> {
-    let mut names: Vec<String> = (0..strata::version::NUM_LEVELS)
-        .map(|l| format!("leveldb.num-files-at-level{l}"))
-        .collect();
-    names.extend(
-        [
-            "leveldb.stats",
-            "leveldb.sstables",
-            "leveldb.approximate-memory-usage",
-            "strata.stats",
-            "strata.blob-files",
-            "strata.recovery",
-            "strata.background-error",
-        ]
-        .map(String::from),
-    );
-    names
-}
-
 pub fn properties(db: &Path, json_out: bool) -> Outcome {
     let db = open_read_only(db)?;
     let mut out = Out::new();
     let mut all = serde_json::Map::new();
-    for name in property_names() {
+    for name in Db::property_names() {
         let Some(value) = db.property(&name) else {
             continue;
         };

@@ -404,3 +404,23 @@ fn get_pinned_answers_as_get_and_its_view_outlives_the_cache_and_the_db() {
     drop(db);
     assert_eq!(view.to_vec(), value(1234));
 }
+
+#[test]
+fn every_listed_property_answers_and_no_other_name_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            create_if_missing: true,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let names = Db::property_names();
+    assert_eq!(names.len(), 14);
+    for name in &names {
+        assert!(db.property(name).is_some(), "{name}");
+    }
+    assert!(db.property("leveldb.num-files-at-level7").is_none());
+    assert!(db.property("strata.nothing").is_none());
+}

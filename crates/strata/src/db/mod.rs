@@ -274,7 +274,10 @@ impl Db {
     /// # }
     /// ```
     pub fn flush_wal(&self, sync: bool) -> Result<()> {
-        if !sync && !self.inner.read_only {
+        if self.inner.read_only {
+            return Err(write::read_only_error(&self.inner.dir));
+        }
+        if !sync {
             return Ok(());
         }
         // An empty batch, synced: it queues behind every write acknowledged before this
@@ -487,6 +490,11 @@ impl Db {
     /// [`Error::Corruption`] naming the file and offset.
     pub fn verify(&self) -> Result<VerifyReport> {
         verify::verify(&self.inner)
+    }
+
+    /// Every name [`Db::property`] answers (`leveldb.*` and `strata.*`), in a stable order.
+    pub fn property_names() -> Vec<String> {
+        props::names()
     }
 
     /// A property: `leveldb.stats`, `leveldb.num-files-at-level<N>`, `leveldb.sstables`,

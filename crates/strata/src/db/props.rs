@@ -6,6 +6,25 @@ use super::{DbInner, State};
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key};
 use crate::version::{NUM_LEVELS, Separation, Version};
 
+/// The names [`property`] answers, besides `leveldb.num-files-at-level<N>`.
+pub(super) const NAMES: [&str; 7] = [
+    "leveldb.stats",
+    "leveldb.sstables",
+    "leveldb.approximate-memory-usage",
+    "strata.stats",
+    "strata.blob-files",
+    "strata.recovery",
+    "strata.background-error",
+];
+
+/// Every name [`property`] answers: the files at each level, then [`NAMES`].
+pub(super) fn names() -> Vec<String> {
+    (0..NUM_LEVELS)
+        .map(|l| format!("leveldb.num-files-at-level{l}"))
+        .chain(NAMES.iter().map(|n| n.to_string()))
+        .collect()
+}
+
 pub(super) fn property(db: &DbInner, name: &str) -> Option<String> {
     let st = db.lock();
     let v = st.versions.current();

@@ -593,10 +593,8 @@ fn copy_blob_values(
             BatchOp::Put(k, v) => copy.put(k, v),
             BatchOp::Delete(k) => copy.delete(k),
             BatchOp::BlobRef(k, r) => {
-                if let Err(e) = db.blobs.read_into(k, r, &mut value) {
-                    return Ok(Err(format!(
-                        "refers to a blob record that is not intact ({e})"
-                    )));
+                if let Err(what) = read_ref(db, k, r, &mut value) {
+                    return Ok(Err(what));
                 }
                 let writer = match &mut out.writer {
                     Some(w) => w,
@@ -621,6 +619,19 @@ fn copy_blob_values(
     Ok(Ok(copy))
 }
 
+/// Reads the value blob ref `r` of key `k` points to into `value`; `Err(what)` if its
+/// record is not intact.
+fn read_ref(
+    db: &DbInner,
+    k: &[u8],
+    r: &[u8],
+    value: &mut Vec<u8>,
+) -> std::result::Result<(), String> {
+    db.blobs
+        .read_into(k, r, value)
+        .map_err(|e| format!("refers to a blob record that is not intact ({e})"))
+}
+
 /// Opened read-only, the blob refs of a replayed `batch` stay as they are: `Err(what)` if
 /// one does not lead to its intact record (as [`copy_blob_values`] would find).
 fn check_blob_values(
@@ -630,11 +641,9 @@ fn check_blob_values(
     let mut value = Vec::new();
     for op in batch.iter() {
         if let BatchOp::BlobRef(k, r) = op?
-            && let Err(e) = db.blobs.read_into(k, r, &mut value)
+            && let Err(what) = read_ref(db, k, r, &mut value)
         {
-            return Ok(Err(format!(
-                "refers to a blob record that is not intact ({e})"
-            )));
+            return Ok(Err(what));
         }
     }
     Ok(Ok(batch))

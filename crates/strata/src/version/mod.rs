@@ -25,7 +25,7 @@ mod version;
 
 pub use builder::Builder;
 pub use edit::{BlobFileMeta, FileMetaData, NUM_LEVELS, Separation, VersionEdit};
-pub use set::{PendingEdit, VersionSet, set_current_file};
+pub use set::{PendingEdit, VersionSet, current_manifest, set_current_file};
 pub use version::{FileMeta, GetResult, Version};
 
 /// Level-0 table count that triggers a compaction.

@@ -143,32 +143,13 @@ impl VersionSet {
 
     /// Rebuilds the current version from the manifest `CURRENT` names.
     pub fn recover(&mut self) -> Result<()> {
-        let current_path = filename::current(&self.dir);
-        let mut current = Vec::new();
-        let mut f = self.env.new_sequential(&current_path)?;
-        let mut buf = [0u8; 256];
-        loop {
-            let n = f.read(&mut buf)?;
-            if n == 0 || current.len() > 4096 {
-                break;
-            }
-            current.extend_from_slice(&buf[..n]);
-        }
-        let name = std::str::from_utf8(&current)
-            .ok()
-            .and_then(|s| s.strip_suffix('\n'))
-            .filter(|s| !s.is_empty() && !s.contains(['/', '\n']))
-            .ok_or_else(|| {
-                Error::corruption(
-                    "CURRENT",
-                    0,
-                    "CURRENT must hold a manifest name and a newline",
-                )
-            })?;
-        if let Some(filename::Kind::Manifest(n)) = filename::parse(name) {
+        let manifest_path = current_manifest(self.env.as_ref(), &self.dir)?;
+        if let Some(filename::Kind::Manifest(n)) = manifest_path
+            .file_name()
+            .and_then(|n| filename::parse(&n.to_string_lossy()))
+        {
             self.recovered_manifest = n;
         }
-        let manifest_path = self.dir.join(name);
         let manifest_name = manifest_path.to_string_lossy().into_owned();
         let mut reader =
             LogReader::new(self.env.new_sequential(&manifest_path)?, Checksums::Verify);
@@ -410,6 +391,32 @@ fn check_drops(reader: &mut LogReader, manifest: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The path of the manifest `CURRENT` in `dir` names (a name and a newline, no directory).
+pub fn current_manifest(env: &dyn Env, dir: &Path) -> Result<PathBuf> {
+    let mut current = Vec::new();
+    let mut f = env.new_sequential(&filename::current(dir))?;
+    let mut buf = [0u8; 256];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 || current.len() > 4096 {
+            break;
+        }
+        current.extend_from_slice(&buf[..n]);
+    }
+    let name = std::str::from_utf8(&current)
+        .ok()
+        .and_then(|s| s.strip_suffix('\n'))
+        .filter(|s| !s.is_empty() && !s.contains(['/', '\n']))
+        .ok_or_else(|| {
+            Error::corruption(
+                "CURRENT",
+                0,
+                "CURRENT must hold a manifest name and a newline",
+            )
+        })?;
+    Ok(dir.join(name))
 }
 
 /// Points `CURRENT` at `MANIFEST-<number>`: temp file, sync, rename, directory sync.
