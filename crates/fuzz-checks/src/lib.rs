@@ -18,9 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use strata::coding::{Decoder, decode_varint32, decode_varint64, put_varint32, put_varint64};
+use strata::comparator::InternalOrder;
 use strata::env::{Env, MemEnv};
 use strata::iter::Cursor;
-use strata::key::InternalOrder;
 use strata::log::{Checksums, LogReader};
 use strata::sstable::{Block, BlockReads, FilterBlockReader, Table};
 use strata::version::VersionEdit;

@@ -8,9 +8,10 @@ use std::sync::Arc;
 use serde_json::json;
 use strata::WriteBatch;
 use strata::batch::BatchOp;
+use strata::comparator::BytewiseComparator;
 use strata::env::{DiskEnv, Env, RandomAccessFile};
 use strata::iter::Cursor;
-use strata::key::{Bytewise, ParsedInternalKey, ValueType};
+use strata::key::{ParsedInternalKey, ValueType};
 use strata::log::{Checksums, LogReader};
 use strata::sstable::Block;
 use strata::sstable::format::{self, BlockHandle, FOOTER_SIZE, Footer};
@@ -196,7 +197,7 @@ impl TableFile {
         if let Some(p) = problem {
             return Err(Failure::new(format!("index block: {p}")));
         }
-        let mut it = index.iter(Bytewise);
+        let mut it = index.iter(BytewiseComparator);
         it.seek_to_first();
         let mut out = Vec::new();
         while it.valid() {
@@ -212,7 +213,7 @@ impl TableFile {
     /// The metaindex's entries: name and handle.
     fn meta_blocks(&self) -> Result<Vec<(String, BlockHandle)>, Failure> {
         let (meta, _) = self.block(self.footer.metaindex)?;
-        let mut it = meta.iter(Bytewise);
+        let mut it = meta.iter(BytewiseComparator);
         it.seek_to_first();
         let mut out = Vec::new();
         while it.valid() {
@@ -276,7 +277,7 @@ pub fn dump_table(file: &Path, s: Show) -> Outcome {
                 ikey(&sep, s.hex)
             ))?;
         }
-        let mut it = block.iter(Bytewise);
+        let mut it = block.iter(BytewiseComparator);
         it.seek_to_first();
         while it.valid() {
             if s.json {
@@ -323,7 +324,7 @@ pub fn table_props(file: &Path, s: Show) -> Outcome {
                 t.name, h.offset
             )));
         }
-        let mut it = block.iter(Bytewise);
+        let mut it = block.iter(BytewiseComparator);
         it.seek_to_first();
         while it.valid() {
             entries += 1;

@@ -11,10 +11,11 @@ use std::sync::Arc;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use strata::BlockCache;
+use strata::comparator::InternalOrder;
 use strata::env::WritableFile;
 use strata::filter::BloomPolicy;
 use strata::iter::Cursor;
-use strata::key::{InternalOrder, ValueType, make_internal_key};
+use strata::key::{ValueType, make_internal_key};
 use strata::log::LogWriter;
 use strata::sstable::{
     Block, BlockBuilder, BlockReads, Compression, Table, TableBuilder, TableOptions,

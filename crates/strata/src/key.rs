@@ -1,4 +1,4 @@
-//! Internal keys and their order. Format: `docs/format/table.md#internal-keys`.
+//! Internal keys: their format and parts. Format: `docs/format/table.md#internal-keys`.
 //!
 //! Every entry in a memtable or table is stored under an *internal key*:
 //!
@@ -11,20 +11,16 @@
 //!
 //! Invariants:
 //! - K1 seqnums are at most [`MAX_SEQNUM`] (56 bits).
-//! - K2 internal keys order by user key ascending (bytewise), then by the packed tag
+//! - K2 internal keys order by user key ascending (in the database's comparator), then by the packed tag
 //!   *descending*: the newest version of a key comes first.
 //! - K3 a lookup for "`key` as of `seqnum`" seeks to `key | tag(seqnum, FOR_SEEK)`;
 //!   since [`ValueType::FOR_SEEK`] is the highest type, that sorts before every entry of
 //!   `key` with a seqnum at most `seqnum`.
 //!
-//! The default comparator is bytewise, named [`crate::comparator::BYTEWISE_COMPARATOR`] in manifests.
-//! Comparing never panics, even on keys shorter than the 8-byte tag (bytes from disk are
-//! untrusted): such a key compares as a user key with tag 0.
+//! The order itself (K2 over the database's comparator) is `comparator.rs`'s
+//! `InternalOrder`; this module holds the format only.
 
-use std::cmp::Ordering;
-
-use crate::coding::{compare_bytes, decode_fixed64, put_fixed64};
-use crate::comparator::{Comparator, CompareUser, UserOrder};
+use crate::coding::{decode_fixed64, put_fixed64};
 
 /// A sequence number: the position of a write in the database's history.
 pub type SeqNum = u64;
@@ -170,146 +166,9 @@ impl std::fmt::Display for ParsedInternalKey<'_> {
     }
 }
 
-/// K2: user key ascending, then tag descending.
-#[inline]
-pub fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
-    match compare_bytes(user_key(a), user_key(b)) {
-        Ordering::Equal => tag(b).cmp(&tag(a)),
-        ord => ord,
-    }
-}
-
-/// A total order on keys stored in a block: bytewise or internal-key.
-pub trait KeyOrder: Clone + Send + Sync + 'static {
-    /// Compares two keys.
-    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering;
-
-    /// True when keys are internal keys whose user keys are ordered bytewise (K2 over
-    /// bytewise): what a block's fences assume.
-    #[inline]
-    fn internal_bytewise(&self) -> bool {
-        false
-    }
-}
-
-/// Plain bytewise order (metaindex blocks, user keys).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Bytewise;
-
-impl CompareUser for Bytewise {
-    #[inline(always)]
-    fn compare_user(&self, a: &[u8], b: &[u8]) -> Ordering {
-        compare_bytes(a, b)
-    }
-}
-
-impl KeyOrder for Bytewise {
-    #[inline]
-    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        compare_bytes(a, b)
-    }
-}
-
-/// Internal-key order (K2) over bytewise user keys, as a type: what a hot loop uses once
-/// it has found the database's order is bytewise (no branch per comparison, nothing to
-/// drop).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct InternalBytewise;
-
-impl KeyOrder for InternalBytewise {
-    #[inline(always)]
-    fn internal_bytewise(&self) -> bool {
-        true
-    }
-
-    #[inline(always)]
-    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        compare_internal_keys(a, b)
-    }
-}
-
-/// Internal-key order (K2) over a user key order: the memtable, data and index blocks,
-/// table ranges and every merge use it. The default is over bytewise user keys.
-#[derive(Debug, Clone, Default)]
-pub struct InternalOrder {
-    user: UserOrder,
-}
-
-impl InternalOrder {
-    /// Internal-key order over `user`.
-    pub fn new(user: UserOrder) -> Self {
-        InternalOrder { user }
-    }
-
-    /// The user key order.
-    pub fn user(&self) -> &UserOrder {
-        &self.user
-    }
-
-    /// K2: user key ascending (in the user order), then tag descending. The bytewise
-    /// order is compared inline (this is the hottest call of every seek); a user's
-    /// comparator costs a call.
-    #[inline(always)]
-    pub fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        match &self.user {
-            UserOrder::Bytewise => compare_internal_keys(a, b),
-            UserOrder::Custom(c) => compare_internal_custom(c.as_ref(), a, b),
-        }
-    }
-
-    /// Shortens `start` to an internal key at or after it and before `limit`, when the
-    /// user order finds a shorter user key: it gets the largest tag, so it still sorts
-    /// after `start` and before `limit`.
-    pub fn shortest_separator(&self, start: &mut Vec<u8>, limit: &[u8]) {
-        let user_start = user_key(start);
-        let mut tmp = user_start.to_vec();
-        self.user.shortest_separator(&mut tmp, user_key(limit));
-        if tmp.len() < user_start.len() && self.user.compare(user_start, &tmp).is_lt() {
-            put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
-            debug_assert!(self.compare(start, &tmp) == Ordering::Less);
-            debug_assert!(self.compare(&tmp, limit) == Ordering::Less);
-            *start = tmp;
-        }
-    }
-
-    /// Shortens `key` to a short internal key after it (the user order's successor).
-    pub fn short_successor(&self, key: &mut Vec<u8>) {
-        let user = user_key(key);
-        let mut tmp = user.to_vec();
-        self.user.short_successor(&mut tmp);
-        if tmp.len() < user.len() && self.user.compare(user, &tmp).is_lt() {
-            put_fixed64(&mut tmp, pack_tag(MAX_SEQNUM, ValueType::Value));
-            *key = tmp;
-        }
-    }
-}
-
-/// K2 over a user's comparator.
-#[inline(never)]
-fn compare_internal_custom(user: &dyn Comparator, a: &[u8], b: &[u8]) -> Ordering {
-    match user.compare(user_key(a), user_key(b)) {
-        Ordering::Equal => tag(b).cmp(&tag(a)),
-        ord => ord,
-    }
-}
-
-impl KeyOrder for InternalOrder {
-    #[inline(always)]
-    fn compare(&self, a: &[u8], b: &[u8]) -> Ordering {
-        InternalOrder::compare(self, a, b)
-    }
-
-    #[inline]
-    fn internal_bytewise(&self) -> bool {
-        self.user().is_bytewise()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::comparator::{short_successor, shortest_separator};
-    use proptest::prelude::*;
 
     fn ik(k: &[u8], s: SeqNum, t: ValueType) -> Vec<u8> {
         make_internal_key(k, s, t)
@@ -329,97 +188,5 @@ mod tests {
         let mut bad = k.clone();
         bad[3] = 7; // type 7
         assert!(ParsedInternalKey::parse(&bad).is_none());
-    }
-
-    #[test]
-    fn order_is_user_key_then_newest_first() {
-        let mut keys = [
-            ik(b"b", 1, ValueType::Value),
-            ik(b"a", 1, ValueType::Value),
-            ik(b"a", 5, ValueType::Deletion),
-            ik(b"a", 5, ValueType::Value),
-            ik(b"", 3, ValueType::Value),
-            ik(b"a\x00", 9, ValueType::Value),
-        ];
-        keys.sort_by(|a, b| compare_internal_keys(a, b));
-        let shown: Vec<String> = keys
-            .iter()
-            .map(|k| ParsedInternalKey::parse(k).unwrap().to_string())
-            .collect();
-        assert_eq!(
-            shown,
-            [
-                "#3,SET",
-                "a#5,SET",
-                "a#5,DEL",
-                "a#1,SET",
-                "a\\x00#9,SET",
-                "b#1,SET"
-            ]
-        );
-    }
-
-    #[test]
-    fn short_keys_compare_without_panic() {
-        assert_eq!(compare_internal_keys(b"", b"abc"), Ordering::Less);
-        assert_eq!(compare_internal_keys(b"abc", b"abc"), Ordering::Equal);
-    }
-
-    #[test]
-    fn separators_match_leveldb() {
-        let sep = |a: &[u8], b: &[u8]| {
-            let mut s = a.to_vec();
-            shortest_separator(&mut s, b);
-            s
-        };
-        assert_eq!(sep(b"abcd", b"abzz"), b"abd");
-        assert_eq!(sep(b"abc", b"abd"), b"abc"); // adjacent bytes: unchanged
-        assert_eq!(sep(b"abc", b"abcd"), b"abc"); // prefix: unchanged
-        assert_eq!(sep(b"ab\xff", b"ac"), b"ab\xff");
-        assert_eq!(sep(b"foo", b"hello"), b"g");
-        let mut s = b"\xff\xffa\xff".to_vec();
-        short_successor(&mut s);
-        assert_eq!(s, b"\xff\xffb");
-        let mut all = b"\xff\xff".to_vec();
-        short_successor(&mut all);
-        assert_eq!(all, b"\xff\xff");
-    }
-
-    #[test]
-    fn internal_separator_gets_max_tag() {
-        let mut s = ik(b"foo", 100, ValueType::Value);
-        InternalOrder::default().shortest_separator(&mut s, &ik(b"hello", 200, ValueType::Value));
-        assert_eq!(s, ik(b"g", MAX_SEQNUM, ValueType::Value));
-        // Same user key: unchanged.
-        let orig = ik(b"foo", 100, ValueType::Value);
-        let mut s = orig.clone();
-        InternalOrder::default().shortest_separator(&mut s, &ik(b"foo", 99, ValueType::Value));
-        assert_eq!(s, orig);
-        let mut k = ik(b"foo", 100, ValueType::Value);
-        InternalOrder::default().short_successor(&mut k);
-        assert_eq!(k, ik(b"g", MAX_SEQNUM, ValueType::Value));
-    }
-
-    proptest! {
-        #[test]
-        fn separator_is_between(a in proptest::collection::vec(any::<u8>(), 0..8), b in proptest::collection::vec(any::<u8>(), 0..8)) {
-            let (lo, hi) = if a < b { (a, b) } else { (b, a) };
-            prop_assume!(lo < hi);
-            let mut s = lo.clone();
-            shortest_separator(&mut s, &hi);
-            prop_assert!(lo <= s && s < hi);
-            prop_assert!(s.len() <= lo.len());
-            let mut t = lo.clone();
-            short_successor(&mut t);
-            prop_assert!(t >= lo);
-        }
-
-        #[test]
-        fn order_matches_tuple_order(a in proptest::collection::vec(0u8..3, 0..3), sa in 0u64..4, b in proptest::collection::vec(0u8..3, 0..3), sb in 0u64..4) {
-            let ka = ik(&a, sa, ValueType::Value);
-            let kb = ik(&b, sb, ValueType::Value);
-            let expected = a.cmp(&b).then(sb.cmp(&sa));
-            prop_assert_eq!(compare_internal_keys(&ka, &kb), expected);
-        }
     }
 }

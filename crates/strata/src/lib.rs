@@ -88,7 +88,7 @@ pub mod testing;
 pub mod version;
 
 pub use batch::{BatchOp, WriteBatch};
-pub use comparator::Comparator;
+pub use comparator::{BytewiseComparator, Comparator};
 #[doc(hidden)]
 pub use db::LevelIter;
 pub use db::{

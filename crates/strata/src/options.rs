@@ -4,11 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::comparator::{Comparator, UserOrder};
+use crate::comparator::{Comparator, InternalOrder};
 use crate::env::{DiskEnv, Env};
 use crate::error::{Error, Result};
 use crate::filter::{BloomPolicy, Filter, FilterPolicy};
-use crate::key::InternalOrder;
 use crate::snapshot::Snapshot;
 use crate::sstable::{BlockCache, BlockReads, Compression, TableFormat, TableOptions};
 
@@ -287,7 +286,7 @@ impl Options {
 
     /// The internal-key order over `comparator`.
     pub(crate) fn internal_order(&self) -> InternalOrder {
-        InternalOrder::new(UserOrder::new(self.comparator.as_ref()))
+        InternalOrder::new(self.comparator.as_ref())
     }
 }
 

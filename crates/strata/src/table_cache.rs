@@ -8,10 +8,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::comparator::InternalOrder;
 use crate::env::Env;
 use crate::error::Result;
 use crate::filename;
-use crate::key::{InternalOrder, ValueType};
+use crate::key::ValueType;
 use crate::open_files::OpenFiles;
 use crate::sstable::BlockCache;
 use crate::sstable::{BlockReads, Table, TableFormat, TableIter};

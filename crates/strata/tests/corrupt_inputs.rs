@@ -26,10 +26,10 @@ use std::sync::{Arc, OnceLock};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use strata::WriteBatch;
+use strata::comparator::{BytewiseComparator, InternalOrder};
 use strata::env::{DiskEnv, Env};
 use strata::filter::BloomPolicy;
 use strata::iter::Cursor as _;
-use strata::key::{Bytewise, InternalOrder};
 use strata::log::{Checksums, LogReader};
 use strata::sstable::{Block, BlockHandle, BlockReads, FilterBlockReader, Footer, Table, format};
 use strata::version::VersionEdit;
@@ -180,7 +180,7 @@ fn samples() -> &'static Samples {
             Block::new(format::read_block(file, "t", size, footer.metaindex, true).unwrap())
                 .unwrap(),
         );
-        let mut m = meta.iter(Bytewise);
+        let mut m = meta.iter(BytewiseComparator);
         m.seek_to_first();
         let filter_handle = BlockHandle::decode_exact(m.value()).unwrap();
         let filter_block = format::read_block(file, "t", size, filter_handle, true).unwrap();

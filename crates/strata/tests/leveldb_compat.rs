@@ -15,10 +15,11 @@ use std::sync::Arc;
 
 use common::{Rng, read_leveldb_dir, read_log_records, table_name};
 use leveldb_ffi::{Db, KeyValue, Options, WriteBatch};
+use strata::comparator::{self, BytewiseComparator, InternalOrder};
 use strata::env::{DiskEnv, Env};
 use strata::filter::BloomPolicy;
 use strata::iter::Cursor;
-use strata::key::{self, Bytewise};
+use strata::key;
 use strata::sstable::{
     Block, BlockHandle, BlockReads, Compression, FilterBlockBuilder, Table, TableBuilder,
     TableOptions, format,
@@ -140,7 +141,7 @@ fn strata_reads_every_file_leveldb_wrote() {
         while it.valid() {
             if let Some(p) = &prev {
                 assert!(
-                    key::compare_internal_keys(p, it.key()).is_lt(),
+                    comparator::compare_internal_keys(p, it.key()).is_lt(),
                     "T1 in {}",
                     path.display()
                 );
@@ -300,7 +301,7 @@ fn filter_blocks_match_leveldbs_bytes() {
             )
             .unwrap(),
         );
-        let mut m = meta.iter(Bytewise);
+        let mut m = meta.iter(BytewiseComparator);
         m.seek(b"filter.leveldb.BuiltinBloomFilter2");
         assert!(m.valid());
         let filter_handle = BlockHandle::decode_exact(m.value()).unwrap();
@@ -313,7 +314,7 @@ fn filter_blocks_match_leveldbs_bytes() {
         let mut builder =
             FilterBlockBuilder::new(strata::filter::Filter::Bloom(BloomPolicy::new(10)));
         let table = Table::open(Arc::clone(&file), &name, size, &Default::default()).unwrap();
-        let mut idx = index.iter(strata::key::InternalOrder::default());
+        let mut idx = index.iter(InternalOrder::default());
         idx.seek_to_first();
         let mut end_of_blocks = 0;
         while idx.valid() {
@@ -321,7 +322,7 @@ fn filter_blocks_match_leveldbs_bytes() {
             builder.start_block(h.offset);
             end_of_blocks = h.offset + h.size + format::BLOCK_TRAILER_SIZE as u64;
             let block = table.read_block(h, BlockReads::CHECKED_CACHED).unwrap();
-            let mut d = block.iter(strata::key::InternalOrder::default());
+            let mut d = block.iter(InternalOrder::default());
             d.seek_to_first();
             while d.valid() {
                 builder.add_key(key::user_key(d.key()));

@@ -3,7 +3,8 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use crate::key::{InternalOrder, user_key};
+use crate::comparator::InternalOrder;
+use crate::key::user_key;
 use crate::version::{FileMeta, NUM_LEVELS, Version, VersionEdit};
 
 /// One compaction: its inputs and what it needs to know while running.

@@ -14,7 +14,7 @@
 use std::cmp::Ordering;
 
 use super::Compaction;
-use crate::comparator::UserOrder;
+use crate::comparator::InternalOrder;
 use crate::key::user_key;
 use crate::version::NUM_LEVELS;
 
@@ -30,12 +30,12 @@ pub struct Shard {
     overlapped_bytes: u64,
     level_ptrs: [usize; NUM_LEVELS],
     /// The order of user keys.
-    order: UserOrder,
+    order: InternalOrder,
 }
 
 impl Shard {
     /// The user keys above `lo` up to and including `hi` (`None`: unbounded), in `order`.
-    pub fn between(lo: Option<Vec<u8>>, hi: Option<Vec<u8>>, order: &UserOrder) -> Self {
+    pub fn between(lo: Option<Vec<u8>>, hi: Option<Vec<u8>>, order: &InternalOrder) -> Self {
         Shard {
             lo,
             hi,
@@ -48,14 +48,14 @@ impl Shard {
     pub fn is_past_end(&self, user_key: &[u8]) -> bool {
         self.hi
             .as_deref()
-            .is_some_and(|hi| self.order.compare(user_key, hi).is_gt())
+            .is_some_and(|hi| self.order.compare_user(user_key, hi).is_gt())
     }
 
     /// True if `user_key` lies before the shard's start.
     pub fn is_before_start(&self, user_key: &[u8]) -> bool {
         self.lo
             .as_deref()
-            .is_some_and(|lo| self.order.compare(user_key, lo).is_le())
+            .is_some_and(|lo| self.order.compare_user(user_key, lo).is_le())
     }
 
     /// True if no level below the output holds `key`, so a tombstone for it can go (P2).
@@ -65,8 +65,8 @@ impl Shard {
             let files = &c.version.levels[level];
             while let Some(f) = files.get(self.level_ptrs[level]) {
                 let (lo, hi) = f.user_range();
-                if self.order.compare(key, hi).is_le() {
-                    if self.order.compare(key, lo).is_ge() {
+                if self.order.compare_user(key, hi).is_le() {
+                    if self.order.compare_user(key, lo).is_ge() {
                         return false;
                     }
                     break;
@@ -103,7 +103,7 @@ impl Shard {
 /// smaller than `min_bytes`, or with no sorted input level of two tables or more, is one
 /// shard.
 pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
-    let order = c.version.order.user();
+    let order = &c.version.order;
     // The sorted level with the most tables says where the data lies.
     let sorted = c
         .inputs
@@ -128,7 +128,7 @@ pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
             let cut = user_key(&f.largest).to_vec();
             if cuts
                 .last()
-                .is_none_or(|last| order.compare(last, &cut).is_lt())
+                .is_none_or(|last| order.compare_user(last, &cut).is_lt())
             {
                 cuts.push(cut);
             }
@@ -160,7 +160,7 @@ mod tests {
             (3, f(3, "m", "n", 100)),
         ]);
         let c = range_compaction(&v, 1, None, None, 2 << 20).unwrap();
-        let mut s = Shard::between(None, None, &UserOrder::Bytewise);
+        let mut s = Shard::between(None, None, &InternalOrder::default());
         assert!(s.is_base_level_for_key(&c, b"a"));
         assert!(!s.is_base_level_for_key(&c, b"c"));
         assert!(s.is_base_level_for_key(&c, b"e"));
@@ -168,7 +168,7 @@ mod tests {
         assert!(s.is_base_level_for_key(&c, b"p"));
         let mut g = Compaction::new(1, Arc::clone(&v), 10);
         g.grandparents = vec![f(8, "b", "b", 60), f(9, "d", "d", 60)];
-        let mut s = Shard::between(None, None, &UserOrder::Bytewise);
+        let mut s = Shard::between(None, None, &InternalOrder::default());
         let k = |u: &[u8]| make_internal_key(u, 1, ValueType::Value);
         assert!(!s.should_stop_before(&g, &k(b"a")));
         assert!(!s.should_stop_before(&g, &k(b"c")));

@@ -64,7 +64,7 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
     }
 
     let mut edit = VersionEdit {
-        comparator: Some(version.order.user().name().to_string()),
+        comparator: Some(version.order.user_name().to_string()),
         log_number: Some(0),
         prev_log_number: Some(0),
         next_file_number: Some(number + 2),

@@ -234,7 +234,7 @@ fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardR
     // `shards` returns at least one; the whole range in the database's order otherwise.
     let first = all
         .next()
-        .unwrap_or_else(|| Shard::between(None, None, c.version.order.user()));
+        .unwrap_or_else(|| Shard::between(None, None, &c.version.order));
     let rest: Vec<Shard> = all.collect();
     let abort = AtomicBool::new(false);
     let run = |shard: Shard, flushes: bool| {

@@ -15,7 +15,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use crate::blob::BlobStore;
-use crate::comparator::UserOrder;
+use crate::comparator::InternalOrder;
 use crate::error::{Error, Result};
 use crate::iter::{Cursor, MergingIter};
 use crate::key::{self, ParsedInternalKey, SeqNum, ValueType, make_internal_key};
@@ -103,9 +103,9 @@ impl DbIterator {
         self.valid = false;
     }
 
-    /// The database's order of user keys.
-    fn order(&self) -> &UserOrder {
-        self.version.order.user()
+    /// The database's order (user keys are compared with `compare_user`).
+    fn order(&self) -> &InternalOrder {
+        &self.version.order
     }
 
     /// Moves forward to the first visible entry that is not deleted (and, when
@@ -125,8 +125,11 @@ impl DbIterator {
                         skipping = true;
                     }
                     ValueType::Value | ValueType::BlobRef => {
-                        let hidden =
-                            skipping && self.order().compare(p.user_key, &self.saved_key).is_le();
+                        let hidden = skipping
+                            && self
+                                .order()
+                                .compare_user(p.user_key, &self.saved_key)
+                                .is_le();
                         if !hidden {
                             self.valid = true;
                             self.saved_key.clear();
@@ -163,7 +166,7 @@ impl DbIterator {
             if let Some((ty, _)) = entry {
                 let user = key::user_key(self.inner.key());
                 if value_type != ValueType::Deletion
-                    && self.order().compare(user, &self.saved_key).is_lt()
+                    && self.order().compare_user(user, &self.saved_key).is_lt()
                 {
                     break; // the previous key's newest visible entry is found
                 }
@@ -290,7 +293,7 @@ impl DbIterator {
                 }
                 if self
                     .order()
-                    .compare(key::user_key(self.inner.key()), &self.saved_key)
+                    .compare_user(key::user_key(self.inner.key()), &self.saved_key)
                     .is_lt()
                 {
                     break;
@@ -399,13 +402,13 @@ impl Range {
         let order = self.cursor.order();
         let above_lower = match &self.lower {
             Bound::Unbounded => true,
-            Bound::Included(l) => order.compare(k, l).is_ge(),
-            Bound::Excluded(l) => order.compare(k, l).is_gt(),
+            Bound::Included(l) => order.compare_user(k, l).is_ge(),
+            Bound::Excluded(l) => order.compare_user(k, l).is_gt(),
         };
         let below_upper = match &self.upper {
             Bound::Unbounded => true,
-            Bound::Included(u) => order.compare(k, u).is_le(),
-            Bound::Excluded(u) => order.compare(k, u).is_lt(),
+            Bound::Included(u) => order.compare_user(k, u).is_le(),
+            Bound::Excluded(u) => order.compare_user(k, u).is_lt(),
         };
         above_lower && below_upper
     }

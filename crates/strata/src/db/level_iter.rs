@@ -7,9 +7,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
+use crate::comparator::InternalOrder;
 use crate::error::{Error, Result};
 use crate::iter::{Cursor, Parts, TwoLevel};
-use crate::key::InternalOrder;
 use crate::sstable::{BlockReads, TableIter};
 use crate::table_cache::TableCache;
 use crate::version::FileMeta;

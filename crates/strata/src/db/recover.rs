@@ -139,7 +139,7 @@ fn find_or_create(
                 dir.display()
             )));
         }
-        VersionSet::create_new_db(dir, env.as_ref(), options.internal_order().user().name())?;
+        VersionSet::create_new_db(dir, env.as_ref(), options.internal_order().user_name())?;
     } else if options.error_if_exists {
         return Err(Error::AlreadyExists(format!(
             "{} (error_if_exists is true)",

@@ -285,7 +285,7 @@ impl<'a> Repairer<'a> {
             }
         };
         let mut edit = VersionEdit {
-            comparator: Some(order.user().name().to_string()),
+            comparator: Some(order.user_name().to_string()),
             log_number: Some(0),
             prev_log_number: Some(0),
             ..Default::default()

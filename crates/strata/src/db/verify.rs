@@ -124,7 +124,7 @@ fn check_tables(db: &DbInner, live: &Live, report: &mut VerifyReport) -> Result<
 /// smallest to its largest; blob refs lead to their intact records.
 fn check_entries(
     db: &DbInner,
-    order: &crate::key::InternalOrder,
+    order: &crate::comparator::InternalOrder,
     f: &crate::version::FileMeta,
     name: &str,
     value: &mut Vec<u8>,

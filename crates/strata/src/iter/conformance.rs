@@ -105,10 +105,9 @@ mod tests {
     use std::sync::Arc;
 
     use super::*;
+    use crate::comparator::{BytewiseComparator, InternalOrder, compare_internal_keys};
     use crate::iter::{BoxCursor, MergingIter};
-    use crate::key::{
-        Bytewise, InternalOrder, ValueType, compare_internal_keys, make_internal_key,
-    };
+    use crate::key::{ValueType, make_internal_key};
     use crate::memtable::MemTable;
     use crate::sstable::{Block, BlockBuilder, Compression, Table, TableBuilder, TableOptions};
 
@@ -163,7 +162,13 @@ mod tests {
                 let model = user_entries(seed, n);
                 for restart in [1, 2, 16] {
                     let block = block_of(&model, restart);
-                    check(&mut block.iter(Bytewise), &model, bytewise, seed, 2_000);
+                    check(
+                        &mut block.iter(BytewiseComparator),
+                        &model,
+                        bytewise,
+                        seed,
+                        2_000,
+                    );
                 }
             }
         }

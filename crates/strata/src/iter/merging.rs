@@ -14,8 +14,8 @@
 use std::cmp::Ordering;
 
 use super::{BoxCursor, Cursor};
+use crate::comparator::InternalOrder;
 use crate::error::{Error, Result};
-use crate::key::InternalOrder;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Direction {
@@ -220,7 +220,7 @@ impl Cursor for MergingIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::compare_internal_keys;
+    use crate::comparator::compare_internal_keys;
     use crate::key::{ValueType, make_internal_key, user_key};
     use crate::memtable::MemTable;
     use std::sync::Arc;

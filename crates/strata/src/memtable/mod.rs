@@ -32,9 +32,10 @@ mod skiplist;
 use std::sync::{Arc, Mutex};
 
 use crate::batch::{BatchOp, WriteBatch};
+use crate::comparator::InternalOrder;
 use crate::error::Result;
 use crate::iter::{BoxCursor, Cursor, MergingIter};
-use crate::key::{InternalOrder, SeqNum, ValueType, pack_tag};
+use crate::key::{SeqNum, ValueType, pack_tag};
 use run_filter::{KeyHash, RunFilter};
 use skiplist::SkipList;
 
@@ -68,7 +69,7 @@ struct Run {
 impl Run {
     fn new(filter_bytes: Option<usize>, order: &InternalOrder) -> Self {
         Run {
-            list: Arc::new(SkipList::with_order(order.user().clone())),
+            list: Arc::new(SkipList::with_order(order.clone())),
             filter: filter_bytes.map(|b| Arc::new(RunFilter::new(b))),
         }
     }

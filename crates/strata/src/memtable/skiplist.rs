@@ -37,9 +37,8 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::comparator::{CompareUser, UserOrder};
+use crate::comparator::{BytewiseComparator, Comparator, InternalOrder};
 use crate::key;
-use crate::key::Bytewise;
 
 /// Tallest tower a node can have: 4^12 = 16 M entries before search slows down.
 const MAX_HEIGHT: usize = 12;
@@ -136,8 +135,8 @@ impl<'k> Target<'k> {
 
     /// How `ikey` (a node's key) orders against the target in `order`.
     #[inline(always)]
-    fn node_cmp<C: CompareUser + ?Sized>(&self, order: &C, ikey: &[u8]) -> CmpOrdering {
-        match order.compare_user(key::user_key(ikey), self.user_key) {
+    fn node_cmp<C: Comparator + ?Sized>(&self, order: &C, ikey: &[u8]) -> CmpOrdering {
+        match order.compare(key::user_key(ikey), self.user_key) {
             CmpOrdering::Equal => self.tag.cmp(&key::tag(ikey)),
             ord => ord,
         }
@@ -222,8 +221,8 @@ struct WriterState {
 
 /// A sorted set of (internal key, value) entries; one inserter, any number of readers.
 pub struct SkipList {
-    /// The order of user keys (ties broken by tag, newest first: K2).
-    order: UserOrder,
+    /// The order of internal keys (K2).
+    order: InternalOrder,
     head: NonNull<Node>,
     /// Tallest tower in the list (readers may see a stale value: harmless).
     max_height: AtomicUsize,
@@ -260,11 +259,11 @@ impl Default for SkipList {
 impl SkipList {
     /// An empty list of bytewise user keys.
     pub fn new() -> Self {
-        Self::with_order(UserOrder::Bytewise)
+        Self::with_order(InternalOrder::default())
     }
 
     /// An empty list (one block holding the head) ordering user keys by `order`.
-    pub fn with_order(order: UserOrder) -> Self {
+    pub fn with_order(order: InternalOrder) -> Self {
         let mut arena = Arena::new();
         let size = node_size(MAX_HEIGHT, 0, 0);
         let (p, charged) = arena.allocate(size);
@@ -306,13 +305,13 @@ impl SkipList {
     /// Inserts `user_key | tag` with `value`. Requires: no entry with the same user key and
     /// tag is in the list (S5, M2).
     pub fn insert(&self, user_key: &[u8], tag: u64, value: &[u8]) {
-        match &self.order {
-            UserOrder::Bytewise => self.insert_in(&Bytewise, user_key, tag, value),
-            UserOrder::Custom(c) => self.insert_in(c.as_ref(), user_key, tag, value),
+        match self.order.custom() {
+            None => self.insert_in(&BytewiseComparator, user_key, tag, value),
+            Some(c) => self.insert_in(c, user_key, tag, value),
         }
     }
 
-    fn insert_in<C: CompareUser + ?Sized>(
+    fn insert_in<C: Comparator + ?Sized>(
         &self,
         order: &C,
         user_key: &[u8],
@@ -392,7 +391,7 @@ impl SkipList {
     /// inserter linked in since, one that may sort before the target (a newer version of
     /// the same user key), and a read at an older seqnum would then see it.
     #[inline(always)]
-    fn walk<C: CompareUser + ?Sized>(
+    fn walk<C: Comparator + ?Sized>(
         &self,
         order: &C,
         mut x: *mut Node,
@@ -418,13 +417,13 @@ impl SkipList {
 
     /// The first node at or after the target, or null.
     fn find_greater_or_equal(&self, target: &Target<'_>) -> *mut Node {
-        match &self.order {
-            UserOrder::Bytewise => self.find_greater_or_equal_in(&Bytewise, target),
-            UserOrder::Custom(c) => self.find_greater_or_equal_in(c.as_ref(), target),
+        match self.order.custom() {
+            None => self.find_greater_or_equal_in(&BytewiseComparator, target),
+            Some(c) => self.find_greater_or_equal_in(c, target),
         }
     }
 
-    fn find_greater_or_equal_in<C: CompareUser + ?Sized>(
+    fn find_greater_or_equal_in<C: Comparator + ?Sized>(
         &self,
         order: &C,
         target: &Target<'_>,
@@ -439,13 +438,13 @@ impl SkipList {
 
     /// The last node before the target, or the head.
     fn find_less_than(&self, target: &Target<'_>) -> *mut Node {
-        match &self.order {
-            UserOrder::Bytewise => self.find_less_than_in(&Bytewise, target),
-            UserOrder::Custom(c) => self.find_less_than_in(c.as_ref(), target),
+        match self.order.custom() {
+            None => self.find_less_than_in(&BytewiseComparator, target),
+            Some(c) => self.find_less_than_in(c, target),
         }
     }
 
-    fn find_less_than_in<C: CompareUser + ?Sized>(
+    fn find_less_than_in<C: Comparator + ?Sized>(
         &self,
         order: &C,
         target: &Target<'_>,
@@ -490,7 +489,7 @@ impl SkipList {
 ///
 /// # Safety
 /// Both are published nodes (S1, S3).
-unsafe fn key_lt<C: CompareUser + ?Sized>(order: &C, a: *const Node, b: *const Node) -> bool {
+unsafe fn key_lt<C: Comparator + ?Sized>(order: &C, a: *const Node, b: *const Node) -> bool {
     // SAFETY: the caller's guarantee.
     let (ka, kb) = unsafe { (Node::key(a), Node::key(b)) };
     Target::of_internal_key(kb).node_cmp(order, ka) == CmpOrdering::Less

@@ -18,7 +18,9 @@
 //!
 //! Invariant:
 //! - T5 a seek on a block with fences lands where the same seek on the same bytes
-//!   without fences would.
+//!   without fences would. A block gets fences only from a table whose order is
+//!   internal keys over bytewise user keys (`Table` decides when it decodes the block),
+//!   and is sought only in that order (walks in any order are fine).
 //!
 //! A block's bytes are untrusted. [`Block::new`] checks the restart array (every restart
 //! offset inside the entry area); the iterator checks each entry as it decodes it and,
@@ -29,10 +31,11 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use crate::coding::{decode_fixed32, decode_varint32};
+use crate::comparator::{Comparator, INTERNAL_KEY_COMPARATOR};
 use crate::env::MappedBytes;
 use crate::error::{Error, Result};
 use crate::iter::Cursor;
-use crate::key::{KeyOrder, user_key};
+use crate::key::user_key;
 
 /// A decoded block: its bytes and where its restart array starts.
 #[derive(Debug)]
@@ -261,7 +264,7 @@ impl Block {
     }
 
     /// A cursor over the entries, ordered by `order`.
-    pub fn iter<O: KeyOrder>(self: &Arc<Self>, order: O) -> BlockIter<O> {
+    pub fn iter<O: Comparator + Clone>(self: &Arc<Self>, order: O) -> BlockIter<O> {
         BlockIter {
             block: Arc::clone(self),
             order,
@@ -320,7 +323,7 @@ impl std::ops::Deref for BlockSlice {
 
 /// A cursor over a block's entries.
 #[derive(Debug)]
-pub struct BlockIter<O: KeyOrder> {
+pub struct BlockIter<O: Comparator + Clone> {
     block: Arc<Block>,
     order: O,
     /// Offset of the current entry; `block.restarts` when not valid.
@@ -336,7 +339,7 @@ pub struct BlockIter<O: KeyOrder> {
     err: Option<Error>,
 }
 
-impl<O: KeyOrder> BlockIter<O> {
+impl<O: Comparator + Clone> BlockIter<O> {
     /// The current value as a view that keeps the block alive (empty when not valid).
     pub fn value_slice(&self) -> BlockSlice {
         let (start, end) = if self.valid() { self.value } else { (0, 0) };
@@ -407,7 +410,7 @@ impl<O: KeyOrder> BlockIter<O> {
     }
 }
 
-impl<O: KeyOrder> Cursor for BlockIter<O> {
+impl<O: Comparator + Clone> Cursor for BlockIter<O> {
     fn valid(&self) -> bool {
         self.current < self.block.restarts
     }
@@ -434,11 +437,11 @@ impl<O: KeyOrder> Cursor for BlockIter<O> {
         }
         // Binary search for the last restart point whose key is before the target, on the
         // fences where they decide (T5).
-        let place = if self.order.internal_bytewise() {
-            self.block.place(target)
-        } else {
-            Place::Unknown
-        };
+        debug_assert!(
+            self.block.fences.is_empty() || self.order.name() == INTERNAL_KEY_COMPARATOR,
+            "a block with fences is sought in internal-key order only (T5)"
+        );
+        let place = self.block.place(target);
         let (mut left, mut right) = (0, self.block.num_restarts - 1);
         match place {
             Place::Before => right = 0,
@@ -539,7 +542,7 @@ impl<O: KeyOrder> Cursor for BlockIter<O> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::key::Bytewise;
+    use crate::comparator::BytewiseComparator;
     use crate::sstable::BlockBuilder;
     use proptest::prelude::*;
     use std::collections::BTreeSet;
@@ -563,7 +566,7 @@ mod tests {
             .collect()
     }
 
-    fn collect_forward(it: &mut BlockIter<Bytewise>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn collect_forward(it: &mut BlockIter<BytewiseComparator>) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut out = Vec::new();
         it.seek_to_first();
         while it.valid() {
@@ -588,7 +591,7 @@ mod tests {
     #[test]
     fn empty_block() {
         let block = build(&[], 16);
-        let mut it = block.iter(Bytewise);
+        let mut it = block.iter(BytewiseComparator);
         it.seek_to_first();
         assert!(!it.valid());
         it.seek_to_last();
@@ -603,7 +606,7 @@ mod tests {
         for interval in [1, 2, 16] {
             let es = entries(100);
             let block = build(&es, interval);
-            let mut it = block.iter(Bytewise);
+            let mut it = block.iter(BytewiseComparator);
             assert_eq!(collect_forward(&mut it), es);
             let mut back = Vec::new();
             it.seek_to_last();
@@ -663,7 +666,7 @@ mod tests {
         let second = 3 + es[0].0.len() + es[0].1.len();
         bytes[second] = 60;
         let block = Arc::new(Block::new(bytes).unwrap());
-        let mut it = block.iter(Bytewise);
+        let mut it = block.iter(BytewiseComparator);
         let got = collect_forward(&mut it);
         assert_eq!(got.len(), 1);
         assert!(it.status().unwrap_err().is_corruption());
@@ -708,7 +711,7 @@ mod tests {
             let plain = Arc::new(Block::new(bytes.clone()).unwrap());
             let fenced = Arc::new(Block::with_fences(bytes).unwrap());
             prop_assert_eq!(fenced.fences.is_empty(), plain.num_restarts < 2);
-            let order = crate::key::InternalBytewise;
+            let order = crate::comparator::InternalBytewise;
             let mut targets: Vec<Vec<u8>> = es.iter().map(|(k, _)| k.clone()).collect();
             for (user, seq) in probes {
                 targets.push(crate::key::make_internal_key(&user, seq, crate::key::ValueType::Value));
@@ -733,7 +736,7 @@ mod tests {
         fn matches_a_sorted_map(keys in proptest::collection::btree_set(proptest::collection::vec(any::<u8>(), 0..12), 0..200), interval in 1usize..20, probes in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..12), 0..20)) {
             let es: Vec<(Vec<u8>, Vec<u8>)> = keys.iter().map(|k| (k.clone(), k.iter().rev().copied().collect())).collect();
             let block = build(&es, interval);
-            let mut it = block.iter(Bytewise);
+            let mut it = block.iter(BytewiseComparator);
             prop_assert_eq!(collect_forward(&mut it), es.clone());
             for p in probes {
                 it.seek(&p);

@@ -10,13 +10,12 @@ use super::block::{Block, BlockIter, BlockSlice};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
 use super::verified::{Stored, Verified};
+use crate::comparator::{BytewiseComparator, Comparator, InternalBytewise, InternalOrder};
 use crate::env::{MappedBytes, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filter::Filter;
 use crate::iter::{Cursor, Parts, TwoLevel};
-use crate::key::{
-    self, Bytewise, InternalBytewise, InternalOrder, KeyOrder, ParsedInternalKey, ValueType,
-};
+use crate::key::{self, ParsedInternalKey, ValueType};
 use crate::sstable::BlockCache;
 
 /// How a reader gets a table's data blocks.
@@ -149,7 +148,7 @@ impl Table {
         let meta = Arc::new(
             Block::new(meta_bytes).map_err(|e| e.located(&self.name, self.metaindex.offset))?,
         );
-        let mut it = meta.iter(Bytewise);
+        let mut it = meta.iter(BytewiseComparator);
         let wanted = policy.meta_key();
         it.seek(wanted.as_bytes());
         it.status()
@@ -193,7 +192,7 @@ impl Table {
     /// An index or data block's bytes as a [`Block`], with fences (T5 in `block.rs`) when
     /// user keys are ordered bytewise.
     fn decode_block(order: &InternalOrder, data: Vec<u8>) -> Result<Block> {
-        if order.user().is_bytewise() {
+        if order.is_bytewise() {
             Block::with_fences(data)
         } else {
             Block::new(data)
@@ -318,14 +317,14 @@ impl Table {
     /// takes nothing. The order is chosen once here: bytewise keys are compared inline
     /// through the whole seek.
     fn find_entry<T: TakeEntry>(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<T::Out>> {
-        if self.order.user().is_bytewise() {
+        if self.order.is_bytewise() {
             self.find_entry_in::<InternalBytewise, T>(InternalBytewise, ikey, reads)
         } else {
             self.find_entry_in::<InternalOrder, T>(self.order.clone(), ikey, reads)
         }
     }
 
-    fn find_entry_in<O: KeyOrder, T: TakeEntry>(
+    fn find_entry_in<O: Comparator + Clone, T: TakeEntry>(
         &self,
         order: O,
         ikey: &[u8],
@@ -379,7 +378,7 @@ impl Table {
 /// What a point lookup takes from the entry its seek lands on (given the target).
 trait TakeEntry {
     type Out;
-    fn take<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out>;
+    fn take<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out>;
 }
 
 /// The entry's key and value, copied ([`Table::get`]).
@@ -387,14 +386,14 @@ struct CopyEntry;
 
 impl TakeEntry for CopyEntry {
     type Out = (Vec<u8>, Vec<u8>);
-    fn take<O: KeyOrder>(it: &BlockIter<O>, _: &[u8]) -> Option<Self::Out> {
+    fn take<O: Comparator + Clone>(it: &BlockIter<O>, _: &[u8]) -> Option<Self::Out> {
         Some((it.key().to_vec(), it.value().to_vec()))
     }
 }
 
 /// The entry's type when its user key is the target's (a version of the key the lookup
 /// asks for), or `None`: no key is copied.
-fn version_of<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<ValueType> {
+fn version_of<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<ValueType> {
     let found = ParsedInternalKey::parse(it.key())?;
     (found.user_key == key::user_key(target)).then_some(found.ty)
 }
@@ -404,7 +403,7 @@ struct CopyVersion;
 
 impl TakeEntry for CopyVersion {
     type Out = (ValueType, Vec<u8>);
-    fn take<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
+    fn take<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
         version_of(it, target).map(|ty| (ty, it.value().to_vec()))
     }
 }
@@ -415,7 +414,7 @@ struct PinVersion;
 
 impl TakeEntry for PinVersion {
     type Out = (ValueType, BlockSlice);
-    fn take<O: KeyOrder>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
+    fn take<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
         version_of(it, target).map(|ty| (ty, it.value_slice()))
     }
 }

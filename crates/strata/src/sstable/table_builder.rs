@@ -4,10 +4,11 @@ use super::block_builder::BlockBuilder;
 use super::filter_block::FilterBlockBuilder;
 use super::format::{BLOCK_TRAILER_SIZE, BlockHandle, Compression, Footer};
 use crate::checksum;
+use crate::comparator::InternalOrder;
 use crate::env::WritableFile;
 use crate::error::Result;
 use crate::filter::Filter;
-use crate::key::{self, InternalOrder};
+use crate::key;
 
 /// How tables are laid out.
 #[derive(Debug, Clone)]

@@ -24,8 +24,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::block::Block;
 use super::format::BlockHandle;
+use crate::comparator::BytewiseComparator;
 use crate::iter::Cursor;
-use crate::key::Bytewise;
 
 /// How a checked block is stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,7 +54,7 @@ impl Verified {
     pub fn new(index: &std::sync::Arc<Block>) -> Verified {
         let mut offsets: Vec<u64> = Vec::new();
         // The index's keys are never compared here: any order walks it front to back.
-        let mut it = index.iter(Bytewise);
+        let mut it = index.iter(BytewiseComparator);
         it.seek_to_first();
         while it.valid() {
             if let Ok(h) = BlockHandle::decode_exact(it.value())

@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Weak};
 
 use super::{Builder, NUM_LEVELS, Separation, Version, VersionEdit};
+use crate::comparator::InternalOrder;
 use crate::env::{Env, WritableFile};
 use crate::error::{ComparatorNames, Error, Result};
 use crate::filename;
-use crate::key::InternalOrder;
 use crate::log::{Checksums, LogReader, LogWriter};
 
 /// The current version and the counters the manifest records.
@@ -164,11 +164,11 @@ impl VersionSet {
             let edit = VersionEdit::decode(&record)
                 .map_err(|e| e.located(&manifest_name, reader.last_record_offset()))?;
             if let Some(c) = &edit.comparator
-                && c != self.order.user().name()
+                && c != self.order.user_name()
             {
                 return Err(Error::ComparatorMismatch(Box::new(ComparatorNames {
                     database: c.clone(),
-                    options: self.order.user().name().to_string(),
+                    options: self.order.user_name().to_string(),
                 })));
             }
             builder.apply(&edit, &mut self.compact_pointers);
@@ -321,7 +321,7 @@ impl VersionSet {
     /// The whole current state as one edit (the first record of a new manifest).
     fn snapshot_edit(&self) -> VersionEdit {
         let mut edit = VersionEdit {
-            comparator: Some(self.order.user().name().to_string()),
+            comparator: Some(self.order.user_name().to_string()),
             ..Default::default()
         };
         for (level, key) in self.compact_pointers.iter().enumerate() {

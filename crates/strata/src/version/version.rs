@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use super::{
     L0_COMPACTION_TRIGGER, MAX_MEM_COMPACT_LEVEL, NUM_LEVELS, Separation, max_bytes_for_level,
 };
-use crate::comparator::UserOrder;
+use crate::comparator::InternalOrder;
 use crate::error::Result;
-use crate::key::{self, InternalOrder, MAX_SEQNUM, ValueType, make_internal_key};
+use crate::key::{self, MAX_SEQNUM, ValueType, make_internal_key};
 
 /// A live table as the version set knows it.
 #[derive(Debug)]
@@ -103,12 +103,12 @@ pub fn find_file(order: &InternalOrder, files: &[Arc<FileMeta>], ikey: &[u8]) ->
     files.partition_point(|f| order.compare(&f.largest, ikey) == Ordering::Less)
 }
 
-fn after_file(order: &UserOrder, user_key: Option<&[u8]>, f: &FileMeta) -> bool {
-    user_key.is_some_and(|k| order.compare(k, f.user_range().1).is_gt())
+fn after_file(order: &InternalOrder, user_key: Option<&[u8]>, f: &FileMeta) -> bool {
+    user_key.is_some_and(|k| order.compare_user(k, f.user_range().1).is_gt())
 }
 
-fn before_file(order: &UserOrder, user_key: Option<&[u8]>, f: &FileMeta) -> bool {
-    user_key.is_some_and(|k| order.compare(k, f.user_range().0).is_lt())
+fn before_file(order: &InternalOrder, user_key: Option<&[u8]>, f: &FileMeta) -> bool {
+    user_key.is_some_and(|k| order.compare_user(k, f.user_range().0).is_lt())
 }
 
 impl Version {
@@ -173,7 +173,7 @@ impl Version {
     /// True if some table in `level` overlaps the user-key range (`None` = unbounded).
     pub fn overlaps(&self, level: usize, smallest: Option<&[u8]>, largest: Option<&[u8]>) -> bool {
         let files = &self.levels[level];
-        let user = self.order.user();
+        let user = &self.order;
         if level == 0 {
             return files
                 .iter()
@@ -204,7 +204,7 @@ impl Version {
         let mut end = end.map(<[u8]>::to_vec);
         let mut out = Vec::new();
         let files = &self.levels[level];
-        let user = self.order.user();
+        let user = &self.order;
         let mut i = 0;
         while i < files.len() {
             let f = &files[i];
@@ -212,8 +212,10 @@ impl Version {
             let (lo, hi) = f.user_range();
             if begin
                 .as_deref()
-                .is_some_and(|b| user.compare(hi, b).is_lt())
-                || end.as_deref().is_some_and(|e| user.compare(lo, e).is_gt())
+                .is_some_and(|b| user.compare_user(hi, b).is_lt())
+                || end
+                    .as_deref()
+                    .is_some_and(|e| user.compare_user(lo, e).is_gt())
             {
                 continue;
             }
@@ -221,12 +223,15 @@ impl Version {
             if level == 0 {
                 if begin
                     .as_deref()
-                    .is_some_and(|b| user.compare(lo, b).is_lt())
+                    .is_some_and(|b| user.compare_user(lo, b).is_lt())
                 {
                     begin = Some(lo.to_vec());
                     out.clear();
                     i = 0;
-                } else if end.as_deref().is_some_and(|e| user.compare(hi, e).is_gt()) {
+                } else if end
+                    .as_deref()
+                    .is_some_and(|e| user.compare_user(hi, e).is_gt())
+                {
                     end = Some(hi.to_vec());
                     out.clear();
                     i = 0;
@@ -289,7 +294,7 @@ impl Version {
         ikey: &[u8],
         lookup: &mut impl FnMut(&FileMeta, &[u8]) -> Result<Option<(ValueType, V)>>,
     ) -> Result<(GetResult<V>, Option<(usize, Arc<FileMeta>)>)> {
-        let user = self.order.user();
+        let user = &self.order;
         let mut first_miss: Option<(usize, Arc<FileMeta>)> = None;
         let mut consulted = 0usize;
         let mut charge = None;
@@ -302,7 +307,8 @@ impl Version {
                     .iter()
                     .filter(|f| {
                         let (lo, hi) = f.user_range();
-                        user.compare(lo, user_key).is_le() && user.compare(user_key, hi).is_le()
+                        user.compare_user(lo, user_key).is_le()
+                            && user.compare_user(user_key, hi).is_le()
                     })
                     .collect();
                 level0.sort_by_key(|f| std::cmp::Reverse(f.number)); // V2: newest first
@@ -311,7 +317,7 @@ impl Version {
                 let i = find_file(&self.order, files, ikey);
                 match files
                     .get(i)
-                    .filter(|f| user.compare(f.user_range().0, user_key).is_le())
+                    .filter(|f| user.compare_user(f.user_range().0, user_key).is_le())
                 {
                     Some(f) => {
                         one = [f];

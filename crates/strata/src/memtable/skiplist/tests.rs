@@ -243,7 +243,7 @@ fn readers_racing_the_inserter_see_sorted_whole_entries() {
                         assert_eq!(c.value(), want.as_slice());
                         if let Some(l) = &last {
                             assert_eq!(
-                                crate::key::compare_internal_keys(l, &k),
+                                crate::comparator::compare_internal_keys(l, &k),
                                 std::cmp::Ordering::Less
                             );
                         }
@@ -395,7 +395,7 @@ fn many_versions_of_few_keys_stay_sorted() {
         let k = c.key().to_vec();
         if let Some(l) = &last {
             assert_eq!(
-                crate::key::compare_internal_keys(l, &k),
+                crate::comparator::compare_internal_keys(l, &k),
                 std::cmp::Ordering::Less,
                 "at {i}"
             );
