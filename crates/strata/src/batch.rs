@@ -32,7 +32,7 @@ pub enum BatchOp<'a> {
     Put(&'a [u8], &'a [u8]),
     /// Remove `key`.
     Delete(&'a [u8]),
-    /// Set `key` to the value an encoded [`crate::blob::BlobRef`] points to: seen only in
+    /// Set `key` to the value an encoded `blob::BlobRef` points to: seen only in
     /// batches read back from a write-ahead log written with value separation on (a
     /// batch a user builds never holds one).
     BlobRef(&'a [u8], &'a [u8]),

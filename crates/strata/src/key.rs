@@ -6,7 +6,7 @@
 //! user_key | fixed64(seqnum << 8 | type)      type: 1 value, 0 deletion, 2 blob ref
 //! ```
 //!
-//! Type 2 (a [`crate::blob::BlobRef`] in place of the value) exists only in databases
+//! Type 2 (a `blob::BlobRef` in place of the value) exists only in databases
 //! with value separation on; LevelDB never sees it (its manifest refuses them).
 //!
 //! Invariants:
@@ -39,7 +39,7 @@ pub enum ValueType {
     Deletion = 0,
     /// A value.
     Value = 1,
-    /// A reference to a value in a blob file ([`crate::blob::BlobRef`]).
+    /// A reference to a value in a blob file (`blob::BlobRef`).
     BlobRef = 2,
 }
 

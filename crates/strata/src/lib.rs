@@ -48,22 +48,18 @@
 
 #[doc(hidden)]
 pub mod batch;
-#[doc(hidden)]
-pub mod blob;
-#[doc(hidden)]
-pub mod cache;
+mod blob;
+mod cache;
 #[doc(hidden)]
 pub mod checksum;
 #[doc(hidden)]
 pub mod coding;
-#[doc(hidden)]
-pub mod compaction;
+mod compaction;
 pub mod comparator;
 mod db;
 pub mod env;
 mod error;
-#[doc(hidden)]
-pub mod filename;
+mod filename;
 #[doc(hidden)]
 pub mod filter;
 #[doc(hidden)]
@@ -75,14 +71,11 @@ pub mod log;
 #[doc(hidden)]
 pub mod memtable;
 mod open_files;
-#[doc(hidden)]
-pub mod options;
-#[doc(hidden)]
-pub mod snapshot;
+mod options;
+mod snapshot;
 #[doc(hidden)]
 pub mod sstable;
-#[doc(hidden)]
-pub mod table_cache;
+mod table_cache;
 pub mod testing;
 #[doc(hidden)]
 pub mod version;

@@ -65,6 +65,7 @@ impl<V: Clone> OpenFiles<V> {
         self.map.remove(&number);
     }
 
+    #[cfg(test)]
     /// Files open now.
     pub(crate) fn len(&self) -> usize {
         self.map.len()

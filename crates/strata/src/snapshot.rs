@@ -85,6 +85,7 @@ impl SnapshotList {
         self.lock().values().sum()
     }
 
+    #[cfg(test)]
     /// True when no snapshot is live.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

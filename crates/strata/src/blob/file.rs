@@ -94,6 +94,7 @@ impl BlobWriter {
         self.offset
     }
 
+    #[cfg(test)]
     /// Records written so far.
     pub fn records(&self) -> u64 {
         self.records

@@ -22,7 +22,9 @@
 mod file;
 mod store;
 
-pub use file::{BLOB_MAGIC, BlobWriter, decode_record, decode_split, record_header_len};
+#[cfg(test)]
+pub use file::BLOB_MAGIC;
+pub use file::{BlobWriter, decode_record, decode_split, record_header_len};
 pub use store::BlobStore;
 
 use crate::coding::{Decoder, put_varint32, put_varint64};
@@ -76,6 +78,7 @@ impl BlobRef {
         }
     }
 
+    #[cfg(test)]
     /// The encoding.
     pub fn encode(&self) -> Vec<u8> {
         let mut v = Vec::with_capacity(Self::MAX_ENCODED_LEN);

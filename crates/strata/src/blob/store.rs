@@ -99,6 +99,7 @@ impl BlobStore {
         Ok(open)
     }
 
+    #[cfg(test)]
     /// Blob files open now.
     pub fn open_files(&self) -> usize {
         self.lock().open.len()
