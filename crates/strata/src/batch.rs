@@ -14,9 +14,17 @@
 //! The encoded batch is the payload of one WAL record. Its first record gets `seqnum`, the
 //! next `seqnum + 1`, and so on.
 //!
-//! Invariant:
+//! A range delete ([`WriteBatch::delete_range`]) has no record: LevelDB's format has no
+//! range tombstone. The batch keeps it beside its records, at its place among them, and
+//! the write path expands it into one delete per key in the range when the batch is
+//! written (`db/range_delete.rs`), so what reaches the log is plain deletes that LevelDB
+//! reads.
+//!
+//! Invariants:
 //! - B1 `count` equals the number of records; a decoded batch whose records do
 //!   not match its count, or that has bytes after its last record, is corrupt.
+//! - B2 a batch's pending range deletes never reach the log: the write path expands
+//!   them first (a batch decoded from disk has none).
 
 use crate::coding::{Decoder, decode_fixed32, decode_fixed64, put_length_prefixed};
 use crate::error::{Error, Result};
@@ -42,6 +50,17 @@ pub enum BatchOp<'a> {
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {
     rep: Vec<u8>,
+    /// Range deletes not yet expanded (B2), in the order they were added.
+    ranges: Vec<PendingRange>,
+}
+
+/// A range delete waiting for the write path: `[start, end)`, after the first `at`
+/// records of the batch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct PendingRange {
+    pub(crate) at: u32,
+    pub(crate) start: Vec<u8>,
+    pub(crate) end: Vec<u8>,
 }
 
 impl Default for WriteBatch {
@@ -56,6 +75,7 @@ impl std::fmt::Debug for WriteBatch {
             .field("seqnum", &self.seqnum())
             .field("count", &self.len())
             .field("bytes", &self.rep.len())
+            .field("range_deletes", &self.ranges.len())
             .finish()
     }
 }
@@ -65,6 +85,7 @@ impl WriteBatch {
     pub fn new() -> Self {
         WriteBatch {
             rep: vec![0; HEADER_SIZE],
+            ranges: Vec::new(),
         }
     }
 
@@ -72,7 +93,10 @@ impl WriteBatch {
     pub fn with_capacity(bytes: usize) -> Self {
         let mut rep = Vec::with_capacity(HEADER_SIZE + bytes);
         rep.resize(HEADER_SIZE, 0);
-        WriteBatch { rep }
+        WriteBatch {
+            rep,
+            ranges: Vec::new(),
+        }
     }
 
     /// Adds a put.
@@ -98,20 +122,65 @@ impl WriteBatch {
         put_length_prefixed(&mut self.rep, key.as_ref());
     }
 
+    /// Adds a range delete: every key `k` with `start <= k < end` in the database's
+    /// comparator, as the batch finds the database when it is written, is deleted, after
+    /// the operations added before it and before those added after it. Readers, snapshots
+    /// and iterators see exactly what one delete per key would give, atomically with the
+    /// rest of the batch. An empty range (`start >= end`) deletes nothing.
+    ///
+    /// It costs what those deletes cost: the write path reads the keys in the range and
+    /// logs a delete for each (LevelDB's format has no range tombstone, so a database
+    /// written this way still opens in LevelDB). A batch holding a range delete is
+    /// written alone, not in a group with other writers' batches.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let options = strata::Options { create_if_missing: true, ..Default::default() };
+    /// let db = strata::Db::open(dir.path(), options)?;
+    /// for k in ["a", "b", "c", "d"] {
+    ///     db.put(k, "v")?;
+    /// }
+    /// let mut batch = strata::WriteBatch::new();
+    /// batch.put("bb", "new");
+    /// batch.delete_range("b", "d"); // deletes b, bb and c; keeps a and d
+    /// db.write(batch)?;
+    /// let keys: Vec<_> = db.range::<&[u8]>(..).map(|e| e.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+    /// assert_eq!(keys, [b"a".to_vec(), b"d".to_vec()]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
+        self.ranges.push(PendingRange {
+            at: self.len(),
+            start: start.as_ref().to_vec(),
+            end: end.as_ref().to_vec(),
+        });
+    }
+
     /// Removes every operation.
     pub fn clear(&mut self) {
         self.rep.clear();
         self.rep.resize(HEADER_SIZE, 0);
+        self.ranges.clear();
     }
 
-    /// Number of operations.
+    /// Number of records (puts and deletes; pending range deletes not counted).
     pub fn len(&self) -> u32 {
         decode_fixed32(&self.rep[8..]).unwrap_or(0)
     }
 
-    /// True when the batch holds no operation.
+    /// True when the batch holds no operation (no record and no range delete).
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len() == 0 && self.ranges.is_empty()
+    }
+
+    /// True when the batch holds range deletes not yet expanded.
+    pub(crate) fn has_ranges(&self) -> bool {
+        !self.ranges.is_empty()
+    }
+
+    /// The pending range deletes, leaving none (the write path expands them, B2).
+    pub(crate) fn take_ranges(&mut self) -> Vec<PendingRange> {
+        std::mem::take(&mut self.ranges)
     }
 
     /// Size of the encoded batch in bytes.
@@ -135,11 +204,18 @@ impl WriteBatch {
 
     /// Appends the operations of `other` (its seqnum is ignored).
     pub fn append(&mut self, other: &WriteBatch) {
+        let before = self.len();
+        self.ranges
+            .extend(other.ranges.iter().map(|r| PendingRange {
+                at: before + r.at,
+                ..r.clone()
+            }));
         self.set_count(self.len() + other.len());
         self.rep.extend_from_slice(&other.rep[HEADER_SIZE..]);
     }
 
-    /// The encoded batch: a WAL record's payload.
+    /// The encoded batch: a WAL record's payload (pending range deletes are not in it,
+    /// B2).
     pub fn as_bytes(&self) -> &[u8] {
         &self.rep
     }
@@ -156,7 +232,10 @@ impl WriteBatch {
                 ),
             ));
         }
-        let batch = WriteBatch { rep };
+        let batch = WriteBatch {
+            rep,
+            ranges: Vec::new(),
+        };
         let mut n = 0u32;
         for op in batch.iter() {
             op?;

@@ -39,6 +39,7 @@ mod manual;
 mod obsolete;
 mod pinned;
 mod props;
+mod range_delete;
 mod recover;
 mod repair;
 mod state;
@@ -67,12 +68,13 @@ use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
 use crate::iter::{BoxCursor, ErrorCursor, MergingIter};
 use crate::key::ValueType;
-use crate::memtable::Lookup;
+use crate::memtable::{Lookup, MemTable};
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::Snapshot;
 use crate::sstable::BlockCache;
 use crate::sstable::BlockReads;
 use crate::version::GetResult;
+use crate::version::Version;
 
 /// An open database. Share it between threads with `Arc`; dropping it waits for the
 /// background thread and releases the lock.
@@ -224,6 +226,39 @@ impl Db {
         let mut b = WriteBatch::with_capacity(key.len() + 6);
         b.delete(key);
         write::write(&self.inner, Some(b), options.sync)
+    }
+
+    /// Removes every key `k` with `start <= k < end` (in the database's comparator), as
+    /// one atomic write: readers, iterators and snapshots see the range as it was or
+    /// without those keys, never part of it. See [`WriteBatch::delete_range`] for what it
+    /// costs (one delete per key in the range; LevelDB still opens the database).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let options = strata::Options { create_if_missing: true, ..Default::default() };
+    /// let db = strata::Db::open(dir.path(), options)?;
+    /// for i in 0..100u32 {
+    ///     db.put(format!("log/{i:08}"), "entry")?;
+    /// }
+    /// db.delete_range("log/00000000", "log/00000090")?; // purge the first 90
+    /// assert_eq!(db.range::<&[u8]>(..).count(), 10);
+    /// assert!(db.get("log/00000089")?.is_none());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn delete_range(&self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_range_opt(start, end, &WriteOptions::default())
+    }
+
+    /// [`Db::delete_range`] with the given write options.
+    pub fn delete_range_opt(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+        options: &WriteOptions,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_range(start, end);
+        self.write_opt(b, options)
     }
 
     /// Applies a batch atomically.
@@ -399,47 +434,18 @@ impl Db {
 
     /// A cursor over the whole database with the given read options.
     pub fn raw_iterator_opt(&self, options: &ReadOptions) -> DbIterator {
-        let inner = &self.inner;
-        let st = inner.lock();
+        let st = self.inner.lock();
         let (seqnum, err) = match self.read_seqnum(&st, options) {
             Ok(s) => (s, None),
             Err(e) => (0, Some(e)),
         };
-        let version = st.versions.current();
-        let mut children: Vec<BoxCursor> = vec![Box::new(st.mem.iter())];
-        let mut mems = vec![Arc::clone(&st.mem)];
-        for (_, imm) in st.imm.iter() {
-            children.push(Box::new(imm.iter()));
-            mems.push(Arc::clone(imm));
-        }
-        drop(st);
-        if let Some(e) = err {
-            children.push(Box::new(ErrorCursor(e)));
-        }
-        for f in &version.levels[0] {
-            children.push(
-                match inner
-                    .table_cache
-                    .iter(f.number, f.size, options.block_reads())
-                {
-                    Ok(it) => Box::new(it),
-                    Err(e) => Box::new(ErrorCursor(e)),
-                },
-            );
-        }
-        for files in version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
-            children.push(Box::new(LevelIter::over_level(
-                files.clone(),
-                Arc::clone(&inner.table_cache),
-                options.block_reads(),
-            )));
-        }
+        let view = merged_view(&self.inner, st, options.block_reads(), err);
         DbIterator::new(
-            MergingIter::new(children, inner.table_cache.order().clone()),
+            view.cursor,
             seqnum,
-            version,
-            mems,
-            Arc::clone(&inner.blobs),
+            view.version,
+            view.mems,
+            Arc::clone(&self.inner.blobs),
         )
     }
 
@@ -582,5 +588,52 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         let _ = self.shutdown();
+    }
+}
+
+/// Every entry of the database (internal keys, all versions) as one merged cursor, with
+/// what keeps its sources alive.
+struct MergedView {
+    cursor: MergingIter,
+    version: Arc<Version>,
+    mems: Vec<Arc<MemTable>>,
+}
+
+/// The merged view of the memtables (taken under `st`, released here) and the current
+/// version's tables. `err`, when given, is what the cursor reports.
+fn merged_view(
+    inner: &DbInner,
+    st: std::sync::MutexGuard<'_, State>,
+    reads: BlockReads,
+    err: Option<Error>,
+) -> MergedView {
+    let version = st.versions.current();
+    let mut children: Vec<BoxCursor> = vec![Box::new(st.mem.iter())];
+    let mut mems = vec![Arc::clone(&st.mem)];
+    for (_, imm) in st.imm.iter() {
+        children.push(Box::new(imm.iter()));
+        mems.push(Arc::clone(imm));
+    }
+    drop(st);
+    if let Some(e) = err {
+        children.push(Box::new(ErrorCursor(e)));
+    }
+    for f in &version.levels[0] {
+        children.push(match inner.table_cache.iter(f.number, f.size, reads) {
+            Ok(it) => Box::new(it),
+            Err(e) => Box::new(ErrorCursor(e)),
+        });
+    }
+    for files in version.levels.iter().skip(1).filter(|f| !f.is_empty()) {
+        children.push(Box::new(LevelIter::over_level(
+            files.clone(),
+            Arc::clone(&inner.table_cache),
+            reads,
+        )));
+    }
+    MergedView {
+        cursor: MergingIter::new(children, inner.table_cache.order().clone()),
+        version,
+        mems,
     }
 }

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use super::blob_sync::{lock_blob, sync_blob};
 use super::{DbInner, State, Writer};
-use super::{background, failure};
+use super::{background, failure, range_delete};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::BlobWriter;
 use crate::error::Result;
@@ -64,6 +64,13 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         Ok(st) => st,
         Err(outcome) => return outcome,
     };
+    let st = match expand_ranges(db, st, &me) {
+        (st, Ok(())) => st,
+        (mut st, Err(e)) => {
+            hand_out(&mut st, &me, 1, &Err(e.clone()));
+            return Err(e);
+        }
+    };
     let (st, room) = make_room_for_write(db, st, force);
     let (mut st, result, group_size) = if room.is_ok() && !force {
         commit_group(db, st, &me)
@@ -72,6 +79,27 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
     };
     hand_out(&mut st, &me, group_size, &result);
     result
+}
+
+/// Expands the leader's range deletes into per-key deletes (`range_delete.rs`), with the
+/// state mutex released, while `me` leads (RD1).
+fn expand_ranges<'a>(
+    db: &'a DbInner,
+    st: MutexGuard<'a, State>,
+    me: &Writer,
+) -> (MutexGuard<'a, State>, Result<()>) {
+    let pending = me
+        .batch
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take_if(|b| b.has_ranges());
+    let Some(batch) = pending else {
+        return (st, Ok(()));
+    };
+    drop(st);
+    let result = range_delete::expand(db, batch)
+        .map(|expanded| *me.batch.lock().unwrap_or_else(|p| p.into_inner()) = Some(expanded));
+    (db.lock(), result)
 }
 
 /// Queues `me` and waits until it leads (the state guard) or a leader has written its
@@ -223,7 +251,10 @@ fn build_group(st: &State, mut group: WriteBatch) -> (WriteBatch, usize) {
             break;
         }
         let b = w.batch.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(b) = b.as_ref() else { break };
+        // A batch with range deletes is expanded when it leads, and written alone.
+        let Some(b) = b.as_ref().filter(|b| !b.has_ranges()) else {
+            break;
+        };
         if group.approximate_size() + b.approximate_size() > max {
             break;
         }

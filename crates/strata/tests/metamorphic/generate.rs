@@ -138,7 +138,16 @@ impl Gen {
                 Some(Write::Put(k, _) | Write::Delete(k)) if self.below(5) == 0 => k.clone(),
                 _ => self.key(),
             };
-            writes.push(if self.below(3) == 0 {
+            // One write in sixteen deletes a range (one in four of those is empty or
+            // reversed, which deletes nothing).
+            writes.push(if self.below(16) == 0 {
+                let other = self.key();
+                if key <= other || self.below(4) == 0 {
+                    Write::DeleteRange(key, other)
+                } else {
+                    Write::DeleteRange(other, key)
+                }
+            } else if self.below(3) == 0 {
                 Write::Delete(key)
             } else {
                 Write::Put(key, self.value())

@@ -81,6 +81,11 @@ impl Model {
             Write::Delete(k) => {
                 map.remove(k);
             }
+            Write::DeleteRange(a, b) => {
+                if a < b {
+                    map.retain(|k, _| !(a <= k && k < b));
+                }
+            }
         }
     }
 

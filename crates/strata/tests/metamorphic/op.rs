@@ -5,6 +5,7 @@
 //! put "" v0#56 sync              the empty key, an empty value, a synced write
 //! del "a"
 //! batch put "a" v3#1 ; del "b" ; put "a" v7#2
+//! batch put "b1" v3#4 ; delrange "b" "c"    delete every key k with "b" <= k < "c"
 //! get "a"                        get "a" @s3 reads at snapshot s3
 //! snap s3                        release s3
 //! iter i2                        iter i2 @s3: a cursor (at a snapshot)
@@ -58,6 +59,8 @@ impl ValueSpec {
 pub enum Write {
     Put(Key, ValueSpec),
     Delete(Key),
+    /// `WriteBatch::delete_range`: keys in `[start, end)`.
+    DeleteRange(Key, Key),
 }
 
 /// A cursor movement.
@@ -149,6 +152,7 @@ impl fmt::Display for Write {
         match self {
             Write::Put(k, v) => write!(f, "put {} {v}", Quoted(k)),
             Write::Delete(k) => write!(f, "del {}", Quoted(k)),
+            Write::DeleteRange(a, b) => write!(f, "delrange {} {}", Quoted(a), Quoted(b)),
         }
     }
 }

@@ -150,13 +150,16 @@ impl Line {
         match self.word()?.as_str() {
             "put" => Ok(Write::Put(self.key()?, self.value()?)),
             "del" => Ok(Write::Delete(self.key()?)),
-            w => Err(format!("expected put or del in a batch, found {w:?}")),
+            "delrange" => Ok(Write::DeleteRange(self.key()?, self.key()?)),
+            w => Err(format!(
+                "expected put, del or delrange in a batch, found {w:?}"
+            )),
         }
     }
 
     fn batch(&mut self) -> Result<Op, String> {
         let mut writes = Vec::new();
-        while matches!(self.peek_word(), Some("put" | "del")) {
+        while matches!(self.peek_word(), Some("put" | "del" | "delrange")) {
             writes.push(self.write()?);
             if self.tokens.front() == Some(&Token::Semi) {
                 self.tokens.pop_front();

@@ -168,6 +168,7 @@ impl Runner {
                     match w {
                         Write::Put(k, v) => b.put(k, v.bytes()),
                         Write::Delete(k) => b.delete(k),
+                        Write::DeleteRange(a, c) => b.delete_range(a, c),
                     }
                 }
                 Outcome::of(db.write_opt(b, &wo(*sync)))

@@ -1,0 +1,127 @@
+//! Range deletes: a batch's pending ranges expanded into one delete per key (B2 in
+//! `batch.rs`), by the writer that leads, before its batch is logged.
+//!
+//! LevelDB's format has no range tombstone, so a range delete is written as the deletes
+//! it stands for: LevelDB reads the log and the tables that follow, and readers,
+//! snapshots and iterators see exactly what per-key deletes give.
+//!
+//! Invariant:
+//! - RD1 a range is expanded against the database as every earlier write left it and
+//!   against the batch's own earlier records: the expanding writer leads the write queue
+//!   (nothing else commits until it hands out, D1), its batch is written alone, and the
+//!   records it added before the range are counted as the database would see them.
+
+use std::collections::BTreeMap;
+
+use super::{DbInner, merged_view};
+use crate::batch::{BatchOp, WriteBatch};
+use crate::error::Result;
+use crate::iter::Cursor;
+use crate::key::{ParsedInternalKey, ValueType};
+use crate::options::ReadOptions;
+
+/// `batch` with each pending range replaced by one delete per key the range holds at that
+/// point. Requires: the caller leads the write queue (RD1).
+pub(super) fn expand(db: &DbInner, mut batch: WriteBatch) -> Result<WriteBatch> {
+    let ranges = batch.take_ranges();
+    if ranges.is_empty() {
+        return Ok(batch);
+    }
+    let order = db.table_cache.order().clone();
+    let in_range = |k: &[u8], start: &[u8], end: &[u8]| {
+        order.compare_user(k, start).is_ge() && order.compare_user(k, end).is_lt()
+    };
+    let mut out = WriteBatch::with_capacity(batch.approximate_size());
+    // What the batch's own records so far did to a key: put (true) or deleted (false).
+    let mut own: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
+    let mut ops = batch.iter();
+    let mut copied = 0u32;
+    for range in ranges {
+        while copied < range.at {
+            let Some(op) = ops.next() else { break };
+            copy(op?, &mut out, &mut own);
+            copied += 1;
+        }
+        if order.compare_user(&range.start, &range.end).is_ge() {
+            continue;
+        }
+        let mut doomed = live_keys(db, &range.start, &range.end)?;
+        doomed.extend(
+            own.iter()
+                .filter(|&(k, &put)| put && in_range(k, &range.start, &range.end))
+                .map(|(k, _)| k.clone()),
+        );
+        for key in doomed {
+            if own.get(&key) != Some(&false) {
+                out.delete(&key);
+                own.insert(key, false);
+            }
+        }
+    }
+    for op in ops {
+        copy(op?, &mut out, &mut own);
+    }
+    Ok(out)
+}
+
+/// Adds `op` to `out` and notes what it did to its key.
+fn copy(op: BatchOp<'_>, out: &mut WriteBatch, own: &mut BTreeMap<Vec<u8>, bool>) {
+    match op {
+        BatchOp::Put(k, v) => {
+            out.put(k, v);
+            own.insert(k.to_vec(), true);
+        }
+        BatchOp::Delete(k) => {
+            out.delete(k);
+            own.insert(k.to_vec(), false);
+        }
+        // A batch a user builds holds no blob ref; one read back from a log is never
+        // expanded. Kept as it is all the same.
+        BatchOp::BlobRef(k, r) => {
+            out.put_blob_ref(k, r);
+            own.insert(k.to_vec(), true);
+        }
+    }
+}
+
+/// The user keys in `[start, end)` whose newest entry is a value, in key order. Every
+/// entry is visible: the caller leads the write queue, so nothing newer than the last
+/// published seqnum exists (RD1). Values are not read (a blob value stays in its file).
+fn live_keys(db: &DbInner, start: &[u8], end: &[u8]) -> Result<Vec<Vec<u8>>> {
+    let order = db.table_cache.order().clone();
+    // A bulk read: its blocks do not push the readers' blocks out of the cache.
+    let reads = ReadOptions {
+        fill_cache: false,
+        ..ReadOptions::default()
+    }
+    .block_reads();
+    let view = merged_view(db, db.lock(), reads, None);
+    let mut cursor = view.cursor;
+    let mut keys = Vec::new();
+    let mut last: Option<Vec<u8>> = None;
+    crate::key::with_internal_key(start, crate::key::MAX_SEQNUM, ValueType::FOR_SEEK, |k| {
+        cursor.seek(k)
+    });
+    while cursor.valid() {
+        let Some(entry) = ParsedInternalKey::parse(cursor.key()) else {
+            return Err(crate::Error::corruption(
+                "",
+                0,
+                "bad internal key in a table or memtable",
+            ));
+        };
+        if order.compare_user(entry.user_key, end).is_ge() {
+            break;
+        }
+        // K2: the first entry of a user key is its newest.
+        if last.as_deref() != Some(entry.user_key) {
+            last = Some(entry.user_key.to_vec());
+            if entry.ty.has_value() {
+                keys.push(entry.user_key.to_vec());
+            }
+        }
+        cursor.next();
+    }
+    cursor.status()?;
+    Ok(keys)
+}
