@@ -36,7 +36,8 @@ pub(super) fn expand(db: &DbInner, mut batch: WriteBatch) -> Result<WriteBatch> 
     let mut own: BTreeMap<Vec<u8>, bool> = BTreeMap::new();
     let mut ops = batch.iter();
     let mut copied = 0u32;
-    for range in ranges {
+    let count = ranges.len();
+    for (i, range) in ranges.into_iter().enumerate() {
         while copied < range.at {
             let Some(op) = ops.next() else { break };
             copy(op?, &mut out, &mut own);
@@ -45,16 +46,20 @@ pub(super) fn expand(db: &DbInner, mut batch: WriteBatch) -> Result<WriteBatch> 
         if order.compare_user(&range.start, &range.end).is_ge() {
             continue;
         }
-        let mut doomed = live_keys(db, &range.start, &range.end)?;
-        doomed.extend(
-            own.iter()
-                .filter(|&(k, &put)| put && in_range(k, &range.start, &range.end))
-                .map(|(k, _)| k.clone()),
-        );
-        for key in doomed {
-            if own.get(&key) != Some(&false) {
-                out.delete(&key);
-                own.insert(key, false);
+        // Only a later range needs to know which keys this one deleted.
+        let later = i + 1 < count;
+        for_live_keys(db, &range.start, &range.end, |key| {
+            if !own.contains_key(key) {
+                out.delete(key);
+                if later {
+                    own.insert(key.to_vec(), false);
+                }
+            }
+        })?;
+        for (key, put) in own.iter_mut() {
+            if *put && in_range(key, &range.start, &range.end) {
+                out.delete(key);
+                *put = false;
             }
         }
     }
@@ -84,10 +89,11 @@ fn copy(op: BatchOp<'_>, out: &mut WriteBatch, own: &mut BTreeMap<Vec<u8>, bool>
     }
 }
 
-/// The user keys in `[start, end)` whose newest entry is a value, in key order. Every
-/// entry is visible: the caller leads the write queue, so nothing newer than the last
-/// published seqnum exists (RD1). Values are not read (a blob value stays in its file).
-fn live_keys(db: &DbInner, start: &[u8], end: &[u8]) -> Result<Vec<Vec<u8>>> {
+/// Calls `f` with each user key in `[start, end)` whose newest entry is a value, in key
+/// order. Every entry is visible: the caller leads the write queue, so nothing newer than
+/// the last published seqnum exists (RD1). Values are not read (a blob value stays in its
+/// file).
+fn for_live_keys(db: &DbInner, start: &[u8], end: &[u8], mut f: impl FnMut(&[u8])) -> Result<()> {
     let order = db.table_cache.order().clone();
     // A bulk read: its blocks do not push the readers' blocks out of the cache.
     let reads = ReadOptions {
@@ -97,8 +103,8 @@ fn live_keys(db: &DbInner, start: &[u8], end: &[u8]) -> Result<Vec<Vec<u8>>> {
     .block_reads();
     let view = merged_view(db, db.lock(), reads, None);
     let mut cursor = view.cursor;
-    let mut keys = Vec::new();
-    let mut last: Option<Vec<u8>> = None;
+    let mut last: Vec<u8> = Vec::new();
+    let mut first = true;
     crate::key::with_internal_key(start, crate::key::MAX_SEQNUM, ValueType::FOR_SEEK, |k| {
         cursor.seek(k)
     });
@@ -114,14 +120,15 @@ fn live_keys(db: &DbInner, start: &[u8], end: &[u8]) -> Result<Vec<Vec<u8>>> {
             break;
         }
         // K2: the first entry of a user key is its newest.
-        if last.as_deref() != Some(entry.user_key) {
-            last = Some(entry.user_key.to_vec());
+        if first || last != entry.user_key {
+            first = false;
+            last.clear();
+            last.extend_from_slice(entry.user_key);
             if entry.ty.has_value() {
-                keys.push(entry.user_key.to_vec());
+                f(entry.user_key);
             }
         }
         cursor.next();
     }
-    cursor.status()?;
-    Ok(keys)
+    cursor.status()
 }
