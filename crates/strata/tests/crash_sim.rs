@@ -1,5 +1,6 @@
 //! Simulated power cuts (`docs/durability.md` C1-C4, C8): random workloads on a
-//! [`CrashEnv`] with tiny memtables and tables, so WAL switches, flushes, compactions and
+//! [`CrashEnv`] (puts, deletes, batches, range deletes, `flush_wal`, compactions) with
+//! tiny memtables and tables, so WAL switches, flushes, compactions and
 //! manifest writes happen all the time; a crash at a random filesystem call (or between
 //! operations) in a random [`Damage`] mode; reopen; check against an oracle; repeat on
 //! what survived.
@@ -33,13 +34,21 @@ enum Op {
     Put(Vec<u8>, Vec<u8>, bool),
     Delete(Vec<u8>, bool),
     Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>, bool),
+    /// `delete_range(start, end)`.
+    DeleteRange(Vec<u8>, Vec<u8>, bool),
+    /// `flush_wal(sync)`: with `true`, every write before it is durable once it returns.
+    FlushWal(bool),
     Compact,
 }
 
 impl Op {
     fn sync(&self) -> bool {
         match self {
-            Op::Put(_, _, s) | Op::Delete(_, s) | Op::Batch(_, s) => *s,
+            Op::Put(_, _, s)
+            | Op::Delete(_, s)
+            | Op::Batch(_, s)
+            | Op::DeleteRange(_, _, s)
+            | Op::FlushWal(s) => *s,
             Op::Compact => false,
         }
     }
@@ -60,7 +69,8 @@ impl Op {
                     };
                 }
             }
-            Op::Compact => {}
+            Op::DeleteRange(start, end, _) => m.retain(|k, _| !(start <= k && k < end)),
+            Op::FlushWal(_) | Op::Compact => {}
         }
     }
 
@@ -79,6 +89,8 @@ impl Op {
                 }
                 db.write_opt(b, &wo(*s))
             }
+            Op::DeleteRange(start, end, s) => db.delete_range_opt(start, end, &wo(*s)),
+            Op::FlushWal(s) => db.flush_wal(*s),
             Op::Compact => db.compact_range(None, None),
         }
     }
@@ -111,7 +123,7 @@ fn random_op(rng: &mut Rng) -> Op {
         rng.compressible(n)
     };
     let sync = rng.below(4) == 0;
-    match rng.below(20) {
+    match rng.below(23) {
         0..=11 => Op::Put(key(rng), value(rng), sync),
         12..=15 => Op::Delete(key(rng), sync),
         16..=18 => {
@@ -125,6 +137,13 @@ fn random_op(rng: &mut Rng) -> Op {
                 .collect();
             Op::Batch(ops, sync)
         }
+        19..=20 => {
+            let start = rng.below(300);
+            let end = start + rng.below(40);
+            let k = |i: u64| format!("k{i:04}").into_bytes();
+            Op::DeleteRange(k(start), k(end), sync)
+        }
+        21 => Op::FlushWal(rng.below(2) == 0),
         _ => Op::Compact,
     }
 }

@@ -1,4 +1,5 @@
-//! The whole database against a `BTreeMap` model: random puts, deletes, batches, gets,
+//! The whole database against a `BTreeMap` model: random puts, deletes, batches (with
+//! range deletes among their writes), `flush_wal`, gets,
 //! forward and reverse range scans, snapshots held across writes, manual compactions,
 //! and reopens, with a 64 KiB write buffer so flushes and compactions run all the time.
 //!
@@ -44,6 +45,16 @@ fn key(rng: &mut Rng) -> Vec<u8> {
         rng.below(4000)
     };
     format!("key{n:06}").into_bytes()
+}
+
+/// A range of up to 40 keys of the key space, `[start, end)`; now and then empty.
+fn key_range(rng: &mut Rng) -> (Vec<u8>, Vec<u8>) {
+    let start = rng.below(4000);
+    let end = start + rng.below(40);
+    (
+        format!("key{start:06}").into_bytes(),
+        format!("key{end:06}").into_bytes(),
+    )
 }
 
 fn value(rng: &mut Rng) -> Vec<u8> {
@@ -139,7 +150,11 @@ fn database_matches_a_btreemap() {
                     let mut b = WriteBatch::new();
                     for _ in 0..rng.below(10) + 1 {
                         let k = key(&mut rng);
-                        if rng.below(3) == 0 {
+                        if rng.below(15) == 0 {
+                            let (start, end) = key_range(&mut rng);
+                            b.delete_range(&start, &end);
+                            model.retain(|k, _| !(&start <= k && k < &end));
+                        } else if rng.below(3) == 0 {
                             b.delete(&k);
                             model.remove(&k);
                         } else {
@@ -181,6 +196,9 @@ fn database_matches_a_btreemap() {
                     }
                 }
                 _ => {
+                    if rng.below(20) == 1 {
+                        db.flush_wal(rng.below(2) == 0).unwrap();
+                    }
                     if rng.below(20) == 0 {
                         let (a, b) = (key(&mut rng), key(&mut rng));
                         let (a, b) = if a <= b { (a, b) } else { (b, a) };

@@ -308,7 +308,10 @@ impl Gen {
             687..=696 => return self.drop_iter(),
             697..=846 => return self.steps(),
             847..=966 => self.scan(),
-            967..=981 => Op::Flush,
+            967..=976 => Op::Flush,
+            977..=981 => Op::FlushWal {
+                sync: self.below(2) == 0,
+            },
             982..=991 => self.compact(),
             992..=996 => Op::Reopen,
             _ => Op::Close,

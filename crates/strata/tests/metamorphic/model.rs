@@ -141,7 +141,7 @@ impl Model {
                 }
             }
             Op::Scan(scan) => return self.scan(scan),
-            Op::Flush | Op::Compact { .. } => {}
+            Op::Flush | Op::FlushWal { .. } | Op::Compact { .. } => {}
             Op::Close | Op::Reopen => {
                 self.snaps.clear();
                 self.iters.clear();

@@ -12,6 +12,7 @@
 //! seek i2 "a"                    first i2, last i2, next i2, prev i2, drop i2
 //! scan >= "a" < "b" rev limit 10 @s3
 //! flush                          compact * *, compact "a" "q", compact * "q"
+//! flushwal                       flushwal sync: Db::flush_wal(false / true)
 //! close                          reopen
 //! ```
 //!
@@ -115,6 +116,9 @@ pub enum Op {
     DropIter(u32),
     Scan(Scan),
     Flush,
+    FlushWal {
+        sync: bool,
+    },
     Compact {
         begin: Option<Key>,
         end: Option<Key>,
@@ -222,6 +226,7 @@ impl fmt::Display for Op {
             Op::DropIter(id) => write!(f, "drop i{id}"),
             Op::Scan(s) => s.fmt(f),
             Op::Flush => f.write_str("flush"),
+            Op::FlushWal { sync } => write!(f, "flushwal{}", sync_word(*sync)),
             Op::Compact { begin, end: e } => write!(f, "compact {} {}", end(begin), end(e)),
             Op::Close => f.write_str("close"),
             Op::Reopen => f.write_str("reopen"),

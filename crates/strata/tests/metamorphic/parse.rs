@@ -249,6 +249,9 @@ impl Line {
             "drop" => Op::DropIter(self.id('i')?),
             "scan" => self.scan()?,
             "flush" => Op::Flush,
+            "flushwal" => Op::FlushWal {
+                sync: self.flag("sync"),
+            },
             "compact" => Op::Compact {
                 begin: self.end()?,
                 end: self.end()?,

@@ -195,6 +195,7 @@ impl Runner {
             },
             Op::Scan(scan) => self.scan(db, scan),
             Op::Flush => Outcome::of(db.flush()),
+            Op::FlushWal { sync } => Outcome::of(db.flush_wal(*sync)),
             Op::Compact { begin, end } => {
                 Outcome::of(db.compact_range(begin.as_deref(), end.as_deref()))
             }
