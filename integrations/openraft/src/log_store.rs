@@ -1,0 +1,258 @@
+//! The Raft log on Strata: entries under `l/` and their index, vote, committed and purged
+//! ids under `m/` (`keys.rs`). Every write openraft must be able to rely on after a crash
+//! is a synced write (O1); purge and truncate are range deletes (O2).
+
+use std::fmt::Debug;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::sync::Arc;
+
+use openraft::storage::{LogFlushed, LogState, RaftLogReader, RaftLogStorage};
+use openraft::{
+    ErrorSubject, ErrorVerb, LogId, OptionalSend, RaftLogId, RaftTypeConfig, StorageError, Vote,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use strata::{Db, WriteBatch, WriteOptions};
+
+use crate::error::{self, BadRecord};
+use crate::keys;
+
+const SYNC: WriteOptions = WriteOptions { sync: true };
+
+/// openraft's log storage over a Strata database (shared with the state machine, or
+/// not). Cloning it shares the database.
+pub struct StrataLogStore<C> {
+    db: Arc<Db>,
+    _config: PhantomData<C>,
+}
+
+impl<C> Clone for StrataLogStore<C> {
+    fn clone(&self) -> Self {
+        StrataLogStore {
+            db: Arc::clone(&self.db),
+            _config: PhantomData,
+        }
+    }
+}
+
+impl<C> Debug for StrataLogStore<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrataLogStore").finish_non_exhaustive()
+    }
+}
+
+impl<C> StrataLogStore<C>
+where
+    C: RaftTypeConfig<NodeId = u64>,
+    C::Entry: Serialize + DeserializeOwned,
+{
+    /// A log store over `db`.
+    pub fn new(db: Arc<Db>) -> Self {
+        StrataLogStore {
+            db,
+            _config: PhantomData,
+        }
+    }
+
+    /// The record under `key`, decoded, if there is one.
+    fn read_meta<T: DeserializeOwned>(
+        &self,
+        key: &[u8],
+        subject: ErrorSubject<u64>,
+    ) -> Result<Option<T>, StorageError<u64>> {
+        let got = self
+            .db
+            .get(key)
+            .map_err(|e| error::storage(subject.clone(), ErrorVerb::Read, &e))?;
+        got.map(|v| error::decode(key, &v))
+            .transpose()
+            .map_err(|e| error::storage(subject, ErrorVerb::Read, &e))
+    }
+
+    /// Writes `value` under `key`, synced (O1).
+    fn write_meta<T: Serialize>(
+        &self,
+        key: &[u8],
+        value: &T,
+        subject: ErrorSubject<u64>,
+    ) -> Result<(), StorageError<u64>> {
+        let bytes = error::encode(value)
+            .map_err(|e| error::storage(subject.clone(), ErrorVerb::Write, &e))?;
+        self.db
+            .put_opt(key, bytes, &SYNC)
+            .map_err(|e| error::storage(subject, ErrorVerb::Write, &e))
+    }
+
+    /// The entry stored under `key`, checked against the index its key names (O4).
+    fn decode_entry(key: &[u8], value: &[u8]) -> Result<C::Entry, StorageError<u64>> {
+        let index = keys::log_index(key)
+            .ok_or_else(|| BadRecord(format!("{} is not a log key", key.escape_ascii())))
+            .map_err(|e| error::read_logs(&e))?;
+        let entry: C::Entry = error::decode(key, value).map_err(|e| {
+            error::storage(ErrorSubject::Log(log_id_at(index)), ErrorVerb::Read, &e)
+        })?;
+        if entry.get_log_id().index != index {
+            let e = BadRecord(format!(
+                "the log entry under index {index} says it is entry {}",
+                entry.get_log_id().index
+            ));
+            return Err(error::read_logs(&e));
+        }
+        Ok(entry)
+    }
+
+    /// The last entry's log id, if the log holds any.
+    fn last_log_id(&self) -> Result<Option<LogId<u64>>, StorageError<u64>> {
+        let mut last = self
+            .db
+            .range_rev(keys::log(0).to_vec()..keys::LOG_END.to_vec());
+        match last.next() {
+            None => Ok(None),
+            Some(Err(e)) => Err(error::read_logs(&e)),
+            Some(Ok((k, v))) => Ok(Some(*Self::decode_entry(&k, &v)?.get_log_id())),
+        }
+    }
+}
+
+/// A log id naming only an index (for error reports about a record whose term is not
+/// known).
+fn log_id_at(index: u64) -> LogId<u64> {
+    LogId::new(openraft::CommittedLeaderId::new(0, 0), index)
+}
+
+/// The keys `[start, end)` of the log indexes in `range`.
+fn key_bounds<RB: RangeBounds<u64>>(range: &RB) -> Option<(Vec<u8>, Bound<Vec<u8>>)> {
+    let start = match range.start_bound() {
+        Bound::Included(&i) => i,
+        Bound::Excluded(&i) => i.checked_add(1)?,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&i) => match i.checked_add(1) {
+            Some(j) => Bound::Excluded(keys::log(j).to_vec()),
+            None => Bound::Excluded(keys::LOG_END.to_vec()),
+        },
+        Bound::Excluded(&i) => Bound::Excluded(keys::log(i).to_vec()),
+        Bound::Unbounded => Bound::Excluded(keys::LOG_END.to_vec()),
+    };
+    Some((keys::log(start).to_vec(), end))
+}
+
+impl<C> RaftLogReader<C> for StrataLogStore<C>
+where
+    C: RaftTypeConfig<NodeId = u64>,
+    C::Entry: Serialize + DeserializeOwned,
+{
+    async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
+        &mut self,
+        range: RB,
+    ) -> Result<Vec<C::Entry>, StorageError<u64>> {
+        let Some((start, end)) = key_bounds(&range) else {
+            return Ok(Vec::new());
+        };
+        let mut entries = Vec::new();
+        for kv in self.db.range((Bound::Included(start), end)) {
+            let (k, v) = kv.map_err(|e| error::read_logs(&e))?;
+            entries.push(Self::decode_entry(&k, &v)?);
+        }
+        Ok(entries)
+    }
+}
+
+impl<C> RaftLogStorage<C> for StrataLogStore<C>
+where
+    C: RaftTypeConfig<NodeId = u64>,
+    C::Entry: Serialize + DeserializeOwned,
+{
+    type LogReader = Self;
+
+    async fn get_log_state(&mut self) -> Result<LogState<C>, StorageError<u64>> {
+        let last_purged_log_id: Option<LogId<u64>> =
+            self.read_meta(keys::PURGED, ErrorSubject::Logs)?;
+        let last_log_id = self.last_log_id()?.or(last_purged_log_id);
+        Ok(LogState {
+            last_purged_log_id,
+            last_log_id,
+        })
+    }
+
+    async fn get_log_reader(&mut self) -> Self::LogReader {
+        self.clone()
+    }
+
+    async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
+        self.write_meta(keys::VOTE, vote, ErrorSubject::Vote)
+    }
+
+    async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
+        self.read_meta(keys::VOTE, ErrorSubject::Vote)
+    }
+
+    async fn save_committed(
+        &mut self,
+        committed: Option<LogId<u64>>,
+    ) -> Result<(), StorageError<u64>> {
+        self.write_meta(keys::COMMITTED, &committed, ErrorSubject::Store)
+    }
+
+    async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, StorageError<u64>> {
+        Ok(self
+            .read_meta::<Option<LogId<u64>>>(keys::COMMITTED, ErrorSubject::Store)?
+            .flatten())
+    }
+
+    async fn append<I>(
+        &mut self,
+        entries: I,
+        callback: LogFlushed<C>,
+    ) -> Result<(), StorageError<u64>>
+    where
+        I: IntoIterator<Item = C::Entry> + OptionalSend,
+        I::IntoIter: OptionalSend,
+    {
+        let mut batch = WriteBatch::new();
+        for entry in entries {
+            let id = *entry.get_log_id();
+            let bytes = error::encode(&entry)
+                .map_err(|e| error::storage(ErrorSubject::Log(id), ErrorVerb::Write, &e))?;
+            batch.put(keys::log(id.index), bytes);
+        }
+        // O1: openraft hears of the append only once it is durable.
+        let written = self.db.write_opt(batch, &SYNC);
+        match written {
+            Ok(()) => {
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            Err(e) => {
+                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
+                Err(error::write_logs(&e))
+            }
+        }
+    }
+
+    async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        self.db
+            .delete_range_opt(keys::log(log_id.index), keys::LOG_END, &SYNC)
+            .map_err(|e| error::write_logs(&e))
+    }
+
+    async fn purge(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        let mut batch = WriteBatch::new();
+        let bytes = error::encode(&log_id).map_err(|e| error::write_logs(&e))?;
+        batch.put(keys::PURGED, bytes);
+        let end = match log_id.index.checked_add(1) {
+            Some(next) => keys::log(next).to_vec(),
+            None => keys::LOG_END.to_vec(),
+        };
+        // From the entry after the last purge: a range delete reads its range, and the
+        // earlier entries are gone already (their tombstones wait for a compaction).
+        let previous: Option<LogId<u64>> = self.read_meta(keys::PURGED, ErrorSubject::Logs)?;
+        let start = previous.map_or(0, |p| p.index.saturating_add(1));
+        batch.delete_range(keys::log(start), end);
+        self.db
+            .write_opt(batch, &SYNC)
+            .map_err(|e| error::write_logs(&e))
+    }
+}
