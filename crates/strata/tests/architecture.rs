@@ -527,11 +527,22 @@ fn strongly_connected(graph: &BTreeMap<String, BTreeMap<String, String>>) -> Vec
     s.out
 }
 
+/// Every crate of the workspace: under `crates/` and `integrations/`.
+fn crate_dirs() -> Vec<PathBuf> {
+    let mut dirs = Vec::new();
+    for root in ["crates", "integrations"] {
+        for e in std::fs::read_dir(workspace().join(root)).unwrap() {
+            dirs.push(e.unwrap().path());
+        }
+    }
+    dirs.sort();
+    dirs
+}
+
 #[test]
 fn no_module_imports_another_in_a_cycle() {
     let mut all = Vec::new();
-    for e in std::fs::read_dir(workspace().join("crates")).unwrap() {
-        let dir = e.unwrap().path();
+    for dir in crate_dirs() {
         if dir.join("src").is_dir() {
             all.extend(cycles(&load_crate(&dir)));
         }
@@ -599,12 +610,15 @@ fn is_id(s: &str) -> bool {
 fn invariant_definitions() -> Vec<Definition> {
     let crates = workspace().join("crates");
     let mut out = Vec::new();
-    for e in std::fs::read_dir(&crates).unwrap() {
-        let src = e.unwrap().path().join("src");
+    for dir in crate_dirs() {
+        let src = dir.join("src");
         for p in rust_files(&src) {
-            let file = match p.strip_prefix(crates.join("strata/src")) {
-                Ok(rel) => rel.display().to_string(),
-                Err(_) => p.strip_prefix(&crates).unwrap().display().to_string(),
+            let file = match (
+                p.strip_prefix(crates.join("strata/src")),
+                p.strip_prefix(&crates),
+            ) {
+                (Ok(rel), _) | (_, Ok(rel)) => rel.display().to_string(),
+                _ => p.strip_prefix(workspace()).unwrap().display().to_string(),
             };
             for line in std::fs::read_to_string(&p).unwrap().lines() {
                 let Some(rest) = line.trim_start().strip_prefix("//! - ") else {

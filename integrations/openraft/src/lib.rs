@@ -8,16 +8,16 @@
 //! current snapshot). Values are JSON (`serde_json`).
 //!
 //! What it promises (`docs/distributed.md` says more):
-//! - O1 an append, a vote, a truncation and a purge are acknowledged to openraft only once
+//! - RS1 an append, a vote, a truncation and a purge are acknowledged to openraft only once
 //!   durable (a synced write: `docs/durability.md` C1); state-machine writes are not
 //!   synced, as the log they come from is, and Strata's log is one ordered prefix (C3), so
 //!   a later synced write makes them durable too.
-//! - O2 a purge records the last purged id and deletes the entries up to it in one batch
+//! - RS2 a purge records the last purged id and deletes the entries up to it in one batch
 //!   (`WriteBatch::delete_range`); a truncation deletes the entries from an index on in
 //!   one range delete.
-//! - O3 a snapshot is built from a Strata snapshot (`Db::snapshot`): building one reads a
+//! - RS3 a snapshot is built from a Strata snapshot (`Db::snapshot`): building one reads a
 //!   frozen view while writes go on.
-//! - O4 every record read back is decoded and checked (its key's index against the
+//! - RS4 every record read back is decoded and checked (its key's index against the
 //!   entry's); anything that does not decode is a `StorageError` (openraft stops the
 //!   node), never a wrong value or a panic.
 //!

@@ -1,6 +1,6 @@
 //! The Raft log on Strata: entries under `l/` and their index, vote, committed and purged
 //! ids under `m/` (`keys.rs`). Every write openraft must be able to rely on after a crash
-//! is a synced write (O1); purge and truncate are range deletes (O2).
+//! is a synced write (RS1); purge and truncate are range deletes (RS2).
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -70,7 +70,7 @@ where
             .map_err(|e| error::storage(subject, ErrorVerb::Read, &e))
     }
 
-    /// Writes `value` under `key`, synced (O1).
+    /// Writes `value` under `key`, synced (RS1).
     fn write_meta<T: Serialize>(
         &self,
         key: &[u8],
@@ -84,7 +84,7 @@ where
             .map_err(|e| error::storage(subject, ErrorVerb::Write, &e))
     }
 
-    /// The entry stored under `key`, checked against the index its key names (O4).
+    /// The entry stored under `key`, checked against the index its key names (RS4).
     fn decode_entry(key: &[u8], value: &[u8]) -> Result<C::Entry, StorageError<u64>> {
         let index = keys::log_index(key)
             .ok_or_else(|| BadRecord(format!("{} is not a log key", key.escape_ascii())))
@@ -218,7 +218,7 @@ where
                 .map_err(|e| error::storage(ErrorSubject::Log(id), ErrorVerb::Write, &e))?;
             batch.put(keys::log(id.index), bytes);
         }
-        // O1: openraft hears of the append only once it is durable.
+        // RS1: openraft hears of the append only once it is durable.
         let written = self.db.write_opt(batch, &SYNC);
         match written {
             Ok(()) => {

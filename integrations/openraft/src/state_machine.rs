@@ -3,7 +3,7 @@
 //!
 //! Applying a group of entries is one batch (its values, the last applied id and any
 //! membership change together), not synced: the log it comes from is durable already
-//! (O1). A snapshot is read from a Strata snapshot (O3) and kept, whole, under
+//! (RS1). A snapshot is read from a Strata snapshot (RS3) and kept, whole, under
 //! `a/snapshot`, so `get_current_snapshot` answers after a restart too.
 
 use std::collections::HashMap;
@@ -47,7 +47,7 @@ pub struct StrataStateMachine {
     built: Arc<AtomicU64>,
 }
 
-/// Builds a snapshot from a Strata snapshot of the state machine (O3).
+/// Builds a snapshot from a Strata snapshot of the state machine (RS3).
 #[derive(Debug)]
 pub struct StrataSnapshotBuilder {
     machine: StrataStateMachine,
@@ -114,7 +114,7 @@ impl StrataStateMachine {
 impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<u64>> {
         let m = &self.machine;
-        // O3: one frozen view; writes go on meanwhile.
+        // RS3: one frozen view; writes go on meanwhile.
         let ro = ReadOptions {
             snapshot: Some(m.db.snapshot()),
             fill_cache: false,
@@ -226,7 +226,7 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
         if let Some(id) = last {
             Self::put_meta(&mut batch, keys::APPLIED, &id)?;
         }
-        // O1: not synced; the log these entries come from is.
+        // RS1: not synced; the log these entries come from is.
         self.db.write(batch).map_err(|e| error::write_sm(&e))?;
         Ok(responses)
     }

@@ -1,0 +1,123 @@
+//! RS4: a damaged record read back (a log entry, the vote, the applied id, a value, a
+//! snapshot) is a `StorageError` handed to openraft, which stops the node: never a wrong
+//! value, never a panic.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::io::Cursor;
+use std::sync::Arc;
+
+use openraft::storage::{RaftLogReader, RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine};
+use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, SnapshotMeta};
+use strata_openraft::{Request, StrataLogStore, StrataStateMachine, TypeConfig, keys};
+
+fn db(dir: &std::path::Path) -> Arc<strata::Db> {
+    Arc::new(
+        strata::Db::open(
+            dir,
+            strata::Options {
+                create_if_missing: true,
+                ..Default::default()
+            },
+        )
+        .unwrap(),
+    )
+}
+
+fn entry(index: u64, key: &str) -> Entry<TypeConfig> {
+    Entry {
+        log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
+        payload: EntryPayload::Normal(Request::Set {
+            key: key.into(),
+            value: "v".into(),
+        }),
+    }
+}
+
+fn put_entry(db: &strata::Db, under: u64, e: &Entry<TypeConfig>) {
+    db.put(keys::log(under), serde_json::to_vec(e).unwrap())
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_damaged_log_entry_is_an_error_not_a_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let mut log = StrataLogStore::<TypeConfig>::new(Arc::clone(&db));
+    for i in 1..=5 {
+        put_entry(&db, i, &entry(i, "k"));
+    }
+    assert_eq!(log.try_get_log_entries(1..=5).await.unwrap().len(), 5);
+
+    // Bytes that are not an entry.
+    db.put(keys::log(3), b"{\"log_id\": garbage").unwrap();
+    let e = log.try_get_log_entries(1..=5).await.unwrap_err();
+    assert!(e.to_string().contains("does not decode"), "{e}");
+    // Entries before it still read.
+    assert_eq!(log.try_get_log_entries(1..3).await.unwrap().len(), 2);
+
+    // A well-formed entry under the wrong index.
+    put_entry(&db, 3, &entry(4, "k"));
+    let e = log.try_get_log_entries(3..4).await.unwrap_err();
+    assert!(e.to_string().contains("says it is entry 4"), "{e}");
+
+    // The last entry damaged: the log state cannot be read either.
+    db.put(keys::log(5), b"\xff\xfe").unwrap();
+    assert!(log.get_log_state().await.is_err());
+}
+
+#[tokio::test]
+async fn a_damaged_vote_or_purge_record_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let mut log = StrataLogStore::<TypeConfig>::new(Arc::clone(&db));
+    assert_eq!(log.read_vote().await.unwrap(), None);
+    db.put(keys::VOTE, b"not json").unwrap();
+    assert!(log.read_vote().await.is_err());
+    db.put(keys::PURGED, b"[1,2").unwrap();
+    assert!(log.get_log_state().await.is_err());
+}
+
+#[tokio::test]
+async fn a_damaged_state_machine_record_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let mut sm = StrataStateMachine::new(Arc::clone(&db)).unwrap();
+    sm.apply([entry(1, "a"), entry(2, "b")]).await.unwrap();
+    assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"));
+
+    // A value that is not UTF-8: reading it, and building a snapshot over it, fail.
+    db.put(keys::data("a"), b"\xff").unwrap();
+    assert!(sm.get("a").is_err());
+    assert!(
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .is_err()
+    );
+    // Applying an entry that must read the previous value fails too.
+    assert!(sm.apply([entry(3, "a")]).await.is_err());
+
+    db.put(keys::APPLIED, b"{}").unwrap();
+    assert!(sm.applied_state().await.is_err());
+    db.put(keys::SNAPSHOT, b"\x00").unwrap();
+    assert!(sm.get_current_snapshot().await.is_err());
+}
+
+#[tokio::test]
+async fn a_damaged_snapshot_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = db(dir.path());
+    let mut sm = StrataStateMachine::new(Arc::clone(&db)).unwrap();
+    sm.apply([entry(1, "a")]).await.unwrap();
+    let meta = SnapshotMeta {
+        last_log_id: Some(LogId::new(CommittedLeaderId::new(2, 0), 10)),
+        last_membership: Default::default(),
+        snapshot_id: "damaged".into(),
+    };
+    let data = Box::new(Cursor::new(b"{\"kv\": [[\"x\"".to_vec()));
+    assert!(sm.install_snapshot(&meta, data).await.is_err());
+    assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"));
+    assert_eq!(sm.applied_state().await.unwrap().0.unwrap().index, 1);
+}
