@@ -29,9 +29,9 @@ async fn a_scan_and_a_snapshot_live_across_awaits_in_spawned_tasks() {
                 snapshot: Some(snapshot),
                 ..Default::default()
             };
-            let mut range = db.range_opt::<&[u8]>(.., false, &read);
+            let range = db.range_opt::<&[u8]>(.., false, &read);
             let mut seen = 0;
-            while let Some(entry) = range.next() {
+            for entry in range {
                 entry.unwrap();
                 seen += 1;
                 // The range (and the snapshot it reads) cross an await: another worker
