@@ -32,6 +32,7 @@
 mod error;
 pub mod keys;
 mod log_store;
+pub mod service;
 mod state_machine;
 
 use std::io::Cursor;

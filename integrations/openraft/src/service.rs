@@ -1,0 +1,406 @@
+//! A small key-value service over openraft and Strata, on plain TCP: what the
+//! `strata-kv-node` program runs, and what the cluster test and the figures drive.
+//!
+//! One port per node serves both Raft's messages between nodes and clients' requests.
+//! A message is a frame: a 4-byte big-endian length, then that many bytes of JSON (one
+//! [`Call`] asked, one [`Answer`] given, in order, on a connection).
+//!
+//! Clients write through the leader (`Raft::client_write`) and read linearizably
+//! (`Raft::ensure_linearizable`, then the state machine); a node that is not the leader
+//! answers [`ClientError::ForwardToLeader`] with the leader it knows, and [`Client`]
+//! follows it.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use openraft::error::{
+    CheckIsLeaderError, ClientWriteError, InstallSnapshotError, NetworkError, RPCError, RaftError,
+    RemoteError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, Raft};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::{Request, Response, StrataStateMachine, TypeConfig};
+
+/// A node of the cluster.
+pub type KvRaft = Raft<TypeConfig>;
+
+/// Largest frame accepted (a snapshot chunk, a batch of entries): 64 MiB.
+const MAX_FRAME: u32 = 64 << 20;
+
+/// What is asked of a node.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Call {
+    /// Raft: replicate entries (or a heartbeat).
+    AppendEntries(AppendEntriesRequest<TypeConfig>),
+    /// Raft: a candidate asks for a vote.
+    Vote(VoteRequest<u64>),
+    /// Raft: a chunk of a snapshot.
+    InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
+    /// A client's write.
+    Write(Request),
+    /// A client's linearizable read of a key.
+    Read(String),
+    /// The node's own view, for tests and operators: its leader and last applied index.
+    Status,
+}
+
+/// Why a client's request did not complete.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ClientError {
+    /// This node is not the leader; the leader it knows, if any.
+    ForwardToLeader(Option<u64>),
+    /// Anything else (no quorum, the node shutting down, ...).
+    Other(String),
+}
+
+/// A node's view of itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Status {
+    /// The leader it knows.
+    pub leader: Option<u64>,
+    /// The index of the last entry applied to its state machine.
+    pub applied: Option<u64>,
+}
+
+/// What a node answers.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Answer {
+    /// To [`Call::AppendEntries`].
+    AppendEntries(Result<AppendEntriesResponse<u64>, RaftError<u64>>),
+    /// To [`Call::Vote`].
+    Vote(Result<VoteResponse<u64>, RaftError<u64>>),
+    /// To [`Call::InstallSnapshot`].
+    InstallSnapshot(Result<InstallSnapshotResponse<u64>, RaftError<u64, InstallSnapshotError>>),
+    /// To [`Call::Write`].
+    Write(Result<Response, ClientError>),
+    /// To [`Call::Read`].
+    Read(Result<Option<String>, ClientError>),
+    /// To [`Call::Status`].
+    Status(Status),
+}
+
+/// Writes `value` as one frame.
+async fn send<T: Serialize>(stream: &mut TcpStream, value: &T) -> std::io::Result<()> {
+    let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    let len = u32::try_from(bytes.len())
+        .ok()
+        .filter(|&n| n <= MAX_FRAME)
+        .ok_or_else(|| std::io::Error::other("frame too large"))?;
+    let mut frame = Vec::with_capacity(4 + bytes.len());
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(&bytes);
+    stream.write_all(&frame).await
+}
+
+/// Reads one frame and decodes it; `Ok(None)` at a clean end of the stream.
+async fn receive<T: serde::de::DeserializeOwned>(stream: &mut TcpStream) -> std::io::Result<Option<T>> {
+    let mut len = [0u8; 4];
+    match stream.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    let len = u32::from_be_bytes(len);
+    if len > MAX_FRAME {
+        return Err(std::io::Error::other(format!("frame of {len} bytes refused")));
+    }
+    let mut bytes = vec![0u8; len as usize];
+    stream.read_exact(&mut bytes).await?;
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
+/// One request and its answer on `stream` (connecting first when there is none), within
+/// `ttl`. On any failure the connection is dropped, so the next call reconnects.
+async fn call(stream: &mut Option<TcpStream>, addr: &str, message: &Call, ttl: Duration) -> std::io::Result<Answer> {
+    let exchange = async {
+        if stream.is_none() {
+            let s = TcpStream::connect(addr).await?;
+            s.set_nodelay(true)?;
+            *stream = Some(s);
+        }
+        let s = stream.as_mut().ok_or_else(|| std::io::Error::other("no connection"))?;
+        send(s, message).await?;
+        receive::<Answer>(s)
+            .await?
+            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the node closed the connection"))
+    };
+    let result = match tokio::time::timeout(ttl, exchange).await {
+        Ok(r) => r,
+        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time")),
+    };
+    if result.is_err() {
+        *stream = None;
+    }
+    result
+}
+
+/// Makes a [`PeerClient`] per peer: openraft's network.
+#[derive(Debug, Clone, Default)]
+pub struct Network;
+
+/// Raft's messages to one peer, on one connection kept between calls.
+#[derive(Debug)]
+pub struct PeerClient {
+    target: u64,
+    addr: String,
+    stream: Option<TcpStream>,
+}
+
+impl RaftNetworkFactory<TypeConfig> for Network {
+    type Network = PeerClient;
+
+    async fn new_client(&mut self, target: u64, node: &BasicNode) -> PeerClient {
+        PeerClient {
+            target,
+            addr: node.addr.clone(),
+            stream: None,
+        }
+    }
+}
+
+impl PeerClient {
+    async fn ask<E: std::error::Error>(
+        &mut self,
+        message: Call,
+        option: &RPCOption,
+    ) -> Result<Answer, RPCError<u64, BasicNode, E>> {
+        call(&mut self.stream, &self.addr, &message, option.hard_ttl())
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData => RPCError::Network(NetworkError::new(&e)),
+                _ => RPCError::Unreachable(Unreachable::new(&e)),
+            })
+    }
+
+    fn unexpected<E: std::error::Error>(&self) -> RPCError<u64, BasicNode, E> {
+        let e = std::io::Error::other(format!("node {} answered another call", self.target));
+        RPCError::Network(NetworkError::new(&e))
+    }
+}
+
+impl RaftNetwork<TypeConfig> for PeerClient {
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        match self.ask(Call::AppendEntries(rpc), &option).await? {
+            Answer::AppendEntries(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        rpc: InstallSnapshotRequest<TypeConfig>,
+        option: RPCOption,
+    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>> {
+        match self.ask(Call::InstallSnapshot(rpc), &option).await? {
+            Answer::InstallSnapshot(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            _ => Err(self.unexpected()),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<u64>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
+        match self.ask(Call::Vote(rpc), &option).await? {
+            Answer::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            _ => Err(self.unexpected()),
+        }
+    }
+}
+
+/// Serves `listener` for `raft` (whose state machine is `sm`) until the task is dropped.
+pub async fn serve(listener: TcpListener, raft: KvRaft, sm: StrataStateMachine) -> std::io::Result<()> {
+    loop {
+        let (mut stream, _) = listener.accept().await?;
+        stream.set_nodelay(true)?;
+        let (raft, sm) = (raft.clone(), sm.clone());
+        tokio::spawn(async move {
+            // A connection ends at its first bad frame or write error.
+            while let Ok(Some(call)) = receive::<Call>(&mut stream).await {
+                let answer = answer(&raft, &sm, call).await;
+                if send(&mut stream, &answer).await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+}
+
+async fn answer(raft: &KvRaft, sm: &StrataStateMachine, call: Call) -> Answer {
+    match call {
+        Call::AppendEntries(rpc) => Answer::AppendEntries(raft.append_entries(rpc).await),
+        Call::Vote(rpc) => Answer::Vote(raft.vote(rpc).await),
+        Call::InstallSnapshot(rpc) => Answer::InstallSnapshot(raft.install_snapshot(rpc).await),
+        Call::Write(request) => Answer::Write(match raft.client_write(request).await {
+            Ok(r) => Ok(r.data),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+                Err(ClientError::ForwardToLeader(f.leader_id))
+            }
+            Err(e) => Err(ClientError::Other(e.to_string())),
+        }),
+        Call::Read(key) => Answer::Read(match raft.ensure_linearizable().await {
+            Ok(_) => sm.get(&key).map_err(|e| ClientError::Other(e.to_string())),
+            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                Err(ClientError::ForwardToLeader(f.leader_id))
+            }
+            Err(e) => Err(ClientError::Other(e.to_string())),
+        }),
+        Call::Status => {
+            let m = raft.metrics().borrow().clone();
+            Answer::Status(Status {
+                leader: m.current_leader,
+                applied: m.last_applied.map(|id| id.index),
+            })
+        }
+    }
+}
+
+/// A client of the cluster: sends each request to the node it believes leads, follows
+/// `ForwardToLeader`, and tries the next node when one does not answer.
+#[derive(Debug)]
+pub struct Client {
+    nodes: BTreeMap<u64, String>,
+    leader: u64,
+    streams: BTreeMap<u64, Option<TcpStream>>,
+    /// How long one attempt may take.
+    pub timeout: Duration,
+}
+
+/// Why a client's call failed for good.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallError {
+    /// No node answered within the attempts: the request may or may not have taken effect.
+    Unknown(String),
+    /// A node refused it (it did not take effect).
+    Refused(String),
+}
+
+impl Client {
+    /// A client of the nodes `nodes` (id to address).
+    pub fn new(nodes: BTreeMap<u64, String>) -> Self {
+        let leader = nodes.keys().next().copied().unwrap_or(0);
+        Client {
+            streams: nodes.keys().map(|&id| (id, None)).collect(),
+            nodes,
+            leader,
+            timeout: Duration::from_secs(2),
+        }
+    }
+
+    /// Asks node `id` once.
+    pub async fn ask(&mut self, id: u64, message: &Call) -> std::io::Result<Answer> {
+        let addr = self
+            .nodes
+            .get(&id)
+            .ok_or_else(|| std::io::Error::other(format!("no node {id}")))?
+            .clone();
+        let stream = self.streams.entry(id).or_default();
+        call(stream, &addr, message, self.timeout).await
+    }
+
+    /// Sends `message` to the leader (finding it), at most `attempts` tries. `Ok` carries
+    /// the leader's answer.
+    async fn send_to_leader(&mut self, message: &Call, attempts: usize) -> Result<Answer, CallError> {
+        let ids: Vec<u64> = self.nodes.keys().copied().collect();
+        let mut last = String::from("no attempt");
+        let mut maybe_done = false;
+        for attempt in 0..attempts {
+            let id = self.leader;
+            match self.ask(id, message).await {
+                Ok(Answer::Write(Err(ClientError::ForwardToLeader(l))))
+                | Ok(Answer::Read(Err(ClientError::ForwardToLeader(l)))) => {
+                    last = format!("node {id} forwards to {l:?}");
+                    self.leader = match l {
+                        Some(l) if l != id => l,
+                        _ => next(&ids, id),
+                    };
+                    if l.is_none() || l == Some(id) {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+                Ok(answer) => return Ok(answer),
+                Err(e) => {
+                    // The request may have reached the node before it stopped answering.
+                    maybe_done = true;
+                    last = format!("node {id}: {e}");
+                    self.leader = next(&ids, id);
+                    if attempt + 1 >= ids.len() {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                }
+            }
+        }
+        Err(if maybe_done {
+            CallError::Unknown(last)
+        } else {
+            CallError::Refused(last)
+        })
+    }
+
+    /// Writes through the leader. A write whose outcome is [`CallError::Unknown`] may
+    /// still take effect (it may have been committed before its node went away); a
+    /// retry is a new write.
+    pub async fn write(&mut self, request: Request) -> Result<Response, CallError> {
+        match self.send_to_leader(&Call::Write(request), 20).await? {
+            Answer::Write(Ok(r)) => Ok(r),
+            // Not ForwardToLeader (handled above): the write did not commit here, but a
+            // node may have appended it before failing; its fate is not known.
+            Answer::Write(Err(e)) => Err(CallError::Unknown(format!("{e:?}"))),
+            other => Err(CallError::Refused(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    /// A linearizable read through the leader.
+    pub async fn read(&mut self, key: &str) -> Result<Option<String>, CallError> {
+        match self.send_to_leader(&Call::Read(key.to_string()), 20).await? {
+            Answer::Read(Ok(v)) => Ok(v),
+            Answer::Read(Err(e)) => Err(CallError::Refused(format!("{e:?}"))),
+            other => Err(CallError::Refused(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    /// Node `id`'s status, if it answers.
+    pub async fn status(&mut self, id: u64) -> Option<Status> {
+        match self.ask(id, &Call::Status).await {
+            Ok(Answer::Status(s)) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// The id after `id` in `ids`, wrapping.
+fn next(ids: &[u64], id: u64) -> u64 {
+    let at = ids.iter().position(|&x| x == id).map_or(0, |i| i + 1);
+    ids.get(at % ids.len().max(1)).copied().unwrap_or(id)
+}
+
+/// Starts a node: its store in `dir`, Raft with `config`, serving on `listener`.
+/// Returns the Raft handle and the serving task.
+pub async fn start_node(
+    id: u64,
+    dir: &std::path::Path,
+    config: openraft::Config,
+    listener: TcpListener,
+) -> Result<(KvRaft, tokio::task::JoinHandle<std::io::Result<()>>), Box<dyn std::error::Error + Send + Sync>> {
+    let (log, sm) = crate::open(dir)?;
+    let config = Arc::new(config.validate()?);
+    let raft = Raft::new(id, config, Network, log, sm.clone()).await?;
+    let server = tokio::spawn(serve(listener, raft.clone(), sm));
+    Ok((raft, server))
+}
