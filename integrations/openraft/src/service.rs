@@ -224,8 +224,20 @@ impl RaftNetwork<TypeConfig> for PeerClient {
     }
 }
 
+/// A state machine the service can read keys from.
+pub trait KvMachine: openraft::storage::RaftStateMachine<TypeConfig> + Clone {
+    /// The value of `key` as the state machine holds it now.
+    fn read(&self, key: &str) -> Result<Option<String>, openraft::StorageError<u64>>;
+}
+
+impl KvMachine for StrataStateMachine {
+    fn read(&self, key: &str) -> Result<Option<String>, openraft::StorageError<u64>> {
+        self.get(key)
+    }
+}
+
 /// Serves `listener` for `raft` (whose state machine is `sm`) until the task is dropped.
-pub async fn serve(listener: TcpListener, raft: KvRaft, sm: StrataStateMachine) -> std::io::Result<()> {
+pub async fn serve<M: KvMachine>(listener: TcpListener, raft: KvRaft, sm: M) -> std::io::Result<()> {
     loop {
         let (mut stream, _) = listener.accept().await?;
         stream.set_nodelay(true)?;
@@ -242,7 +254,7 @@ pub async fn serve(listener: TcpListener, raft: KvRaft, sm: StrataStateMachine) 
     }
 }
 
-async fn answer(raft: &KvRaft, sm: &StrataStateMachine, call: Call) -> Answer {
+async fn answer<M: KvMachine>(raft: &KvRaft, sm: &M, call: Call) -> Answer {
     match call {
         Call::AppendEntries(rpc) => Answer::AppendEntries(raft.append_entries(rpc).await),
         Call::Vote(rpc) => Answer::Vote(raft.vote(rpc).await),
@@ -255,7 +267,7 @@ async fn answer(raft: &KvRaft, sm: &StrataStateMachine, call: Call) -> Answer {
             Err(e) => Err(ClientError::Other(e.to_string())),
         }),
         Call::Read(key) => Answer::Read(match raft.ensure_linearizable().await {
-            Ok(_) => sm.get(&key).map_err(|e| ClientError::Other(e.to_string())),
+            Ok(_) => sm.read(&key).map_err(|e| ClientError::Other(e.to_string())),
             Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
                 Err(ClientError::ForwardToLeader(f.leader_id))
             }
@@ -390,15 +402,33 @@ fn next(ids: &[u64], id: u64) -> u64 {
     ids.get(at % ids.len().max(1)).copied().unwrap_or(id)
 }
 
+/// A node's Raft handle and the task serving its port.
+pub type Started = (KvRaft, tokio::task::JoinHandle<std::io::Result<()>>);
+
 /// Starts a node: its store in `dir`, Raft with `config`, serving on `listener`.
-/// Returns the Raft handle and the serving task.
 pub async fn start_node(
     id: u64,
     dir: &std::path::Path,
     config: openraft::Config,
     listener: TcpListener,
-) -> Result<(KvRaft, tokio::task::JoinHandle<std::io::Result<()>>), Box<dyn std::error::Error + Send + Sync>> {
+) -> Result<Started, Box<dyn std::error::Error + Send + Sync>> {
     let (log, sm) = crate::open(dir)?;
+    start_with(id, config, listener, log, sm).await
+}
+
+/// Starts a node over any log store and state machine (the figures compare Strata's with
+/// an in-memory pair).
+pub async fn start_with<L, M>(
+    id: u64,
+    config: openraft::Config,
+    listener: TcpListener,
+    log: L,
+    sm: M,
+) -> Result<Started, Box<dyn std::error::Error + Send + Sync>>
+where
+    L: openraft::storage::RaftLogStorage<TypeConfig>,
+    M: KvMachine,
+{
     let config = Arc::new(config.validate()?);
     let raft = Raft::new(id, config, Network, log, sm.clone()).await?;
     let server = tokio::spawn(serve(listener, raft.clone(), sm));

@@ -97,7 +97,7 @@ async fn client(
         n += 1;
         let key = KEYS[(n as usize * 7 + me) % KEYS.len()];
         let invoke = now(start);
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             let value = format!("c{me}-{n}");
             let result = c
                 .write(Request::Set {
