@@ -1,6 +1,11 @@
 //! The Raft log on Strata: entries under `l/` and their index, vote, committed and purged
-//! ids under `m/` (`keys.rs`). Every write openraft must be able to rely on after a crash
-//! is a synced write (RS1); purge and truncate are range deletes (RS2).
+//! ids under `m/` (`keys.rs`). Purge and truncate are range deletes (RS2).
+//!
+//! An append is written unsynced (readable at once, as openraft requires when `append`
+//! returns) and handed to the store's flusher thread, which calls `Db::flush_wal(true)`
+//! once for every append waiting and then tells openraft, in order, that they are
+//! durable (RS1): appends arriving during one sync share the next, and no async task
+//! waits on an `fdatasync`. Votes, truncations and purges are synced writes.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -22,21 +27,45 @@ const SYNC: WriteOptions = WriteOptions { sync: true };
 
 /// openraft's log storage over a Strata database (shared with the state machine, or
 /// not). Cloning it shares the database.
-pub struct StrataLogStore<C> {
+pub struct StrataLogStore<C: RaftTypeConfig> {
     db: Arc<Db>,
+    /// Appends written and waiting for their sync, in order.
+    flusher: std::sync::mpsc::Sender<LogFlushed<C>>,
     _config: PhantomData<C>,
 }
 
-impl<C> Clone for StrataLogStore<C> {
+impl<C: RaftTypeConfig> Clone for StrataLogStore<C> {
     fn clone(&self) -> Self {
         StrataLogStore {
             db: Arc::clone(&self.db),
+            flusher: self.flusher.clone(),
             _config: PhantomData,
         }
     }
 }
 
-impl<C> Debug for StrataLogStore<C> {
+/// The flusher: for each group of appends waiting, one `flush_wal(true)`, then each
+/// append's callback in order (RS1). Ends when every store sharing it is dropped.
+fn flush_appends<C: RaftTypeConfig>(
+    db: Arc<Db>,
+    waiting: std::sync::mpsc::Receiver<LogFlushed<C>>,
+) {
+    while let Ok(first) = waiting.recv() {
+        let mut group = vec![first];
+        group.extend(waiting.try_iter());
+        let synced = db.flush_wal(true);
+        for callback in group {
+            callback.log_io_completed(
+                synced
+                    .as_ref()
+                    .map(|_| ())
+                    .map_err(|e| std::io::Error::other(e.to_string())),
+            );
+        }
+    }
+}
+
+impl<C: RaftTypeConfig> Debug for StrataLogStore<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StrataLogStore").finish_non_exhaustive()
     }
@@ -47,10 +76,17 @@ where
     C: RaftTypeConfig<NodeId = u64>,
     C::Entry: Serialize + DeserializeOwned,
 {
-    /// A log store over `db`.
+    /// A log store over `db`, with its flusher thread.
     pub fn new(db: Arc<Db>) -> Self {
+        let (flusher, waiting) = std::sync::mpsc::channel();
+        let flushed_db = Arc::clone(&db);
+        // If the thread cannot start, the receiver goes with it and `append` syncs in place.
+        let _ = std::thread::Builder::new()
+            .name("strata-raft-flush".into())
+            .spawn(move || flush_appends::<C>(flushed_db, waiting));
         StrataLogStore {
             db,
+            flusher,
             _config: PhantomData,
         }
     }
@@ -70,17 +106,18 @@ where
             .map_err(|e| error::storage(subject, ErrorVerb::Read, &e))
     }
 
-    /// Writes `value` under `key`, synced (RS1).
+    /// Writes `value` under `key`, synced when `sync` (RS1).
     fn write_meta<T: Serialize>(
         &self,
         key: &[u8],
         value: &T,
         subject: ErrorSubject<u64>,
+        sync: bool,
     ) -> Result<(), StorageError<u64>> {
         let bytes = error::encode(value)
             .map_err(|e| error::storage(subject.clone(), ErrorVerb::Write, &e))?;
         self.db
-            .put_opt(key, bytes, &SYNC)
+            .put_opt(key, bytes, &WriteOptions { sync })
             .map_err(|e| error::storage(subject, ErrorVerb::Write, &e))
     }
 
@@ -182,7 +219,7 @@ where
     }
 
     async fn save_vote(&mut self, vote: &Vote<u64>) -> Result<(), StorageError<u64>> {
-        self.write_meta(keys::VOTE, vote, ErrorSubject::Vote)
+        self.write_meta(keys::VOTE, vote, ErrorSubject::Vote, true)
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<u64>>, StorageError<u64>> {
@@ -193,7 +230,9 @@ where
         &mut self,
         committed: Option<LogId<u64>>,
     ) -> Result<(), StorageError<u64>> {
-        self.write_meta(keys::COMMITTED, &committed, ErrorSubject::Store)
+        // Not synced: openraft needs the committed id only as a hint after a restart (it
+        // re-learns it from the leader); a lost one costs a replay, never a wrong answer.
+        self.write_meta(keys::COMMITTED, &committed, ErrorSubject::Store, false)
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogId<u64>>, StorageError<u64>> {
@@ -218,18 +257,23 @@ where
                 .map_err(|e| error::storage(ErrorSubject::Log(id), ErrorVerb::Write, &e))?;
             batch.put(keys::log(id.index), bytes);
         }
-        // RS1: openraft hears of the append only once it is durable.
-        let written = self.db.write_opt(batch, &SYNC);
-        match written {
-            Ok(()) => {
-                callback.log_io_completed(Ok(()));
-                Ok(())
-            }
-            Err(e) => {
-                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
-                Err(error::write_logs(&e))
-            }
+        // Readable at once; openraft hears it is durable only from the flusher (RS1).
+        if let Err(e) = self.db.write(batch) {
+            callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
+            return Err(error::write_logs(&e));
         }
+        if let Err(std::sync::mpsc::SendError(callback)) = self.flusher.send(callback) {
+            // No flusher (its thread could not start): sync here.
+            let synced = self.db.flush_wal(true);
+            callback.log_io_completed(
+                synced
+                    .as_ref()
+                    .map(|_| ())
+                    .map_err(|e| std::io::Error::other(e.to_string())),
+            );
+            synced.map_err(|e| error::write_logs(&e))?;
+        }
+        Ok(())
     }
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {

@@ -102,7 +102,9 @@ async fn send<T: Serialize>(stream: &mut TcpStream, value: &T) -> std::io::Resul
 }
 
 /// Reads one frame and decodes it; `Ok(None)` at a clean end of the stream.
-async fn receive<T: serde::de::DeserializeOwned>(stream: &mut TcpStream) -> std::io::Result<Option<T>> {
+async fn receive<T: serde::de::DeserializeOwned>(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<T>> {
     let mut len = [0u8; 4];
     match stream.read_exact(&mut len).await {
         Ok(_) => {}
@@ -111,7 +113,9 @@ async fn receive<T: serde::de::DeserializeOwned>(stream: &mut TcpStream) -> std:
     }
     let len = u32::from_be_bytes(len);
     if len > MAX_FRAME {
-        return Err(std::io::Error::other(format!("frame of {len} bytes refused")));
+        return Err(std::io::Error::other(format!(
+            "frame of {len} bytes refused"
+        )));
     }
     let mut bytes = vec![0u8; len as usize];
     stream.read_exact(&mut bytes).await?;
@@ -122,22 +126,35 @@ async fn receive<T: serde::de::DeserializeOwned>(stream: &mut TcpStream) -> std:
 
 /// One request and its answer on `stream` (connecting first when there is none), within
 /// `ttl`. On any failure the connection is dropped, so the next call reconnects.
-async fn call(stream: &mut Option<TcpStream>, addr: &str, message: &Call, ttl: Duration) -> std::io::Result<Answer> {
+async fn call(
+    stream: &mut Option<TcpStream>,
+    addr: &str,
+    message: &Call,
+    ttl: Duration,
+) -> std::io::Result<Answer> {
     let exchange = async {
         if stream.is_none() {
             let s = TcpStream::connect(addr).await?;
             s.set_nodelay(true)?;
             *stream = Some(s);
         }
-        let s = stream.as_mut().ok_or_else(|| std::io::Error::other("no connection"))?;
+        let s = stream
+            .as_mut()
+            .ok_or_else(|| std::io::Error::other("no connection"))?;
         send(s, message).await?;
-        receive::<Answer>(s)
-            .await?
-            .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the node closed the connection"))
+        receive::<Answer>(s).await?.ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "the node closed the connection",
+            )
+        })
     };
     let result = match tokio::time::timeout(ttl, exchange).await {
         Ok(r) => r,
-        Err(_) => Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer in time")),
+        Err(_) => Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no answer in time",
+        )),
     };
     if result.is_err() {
         *stream = None;
@@ -196,7 +213,9 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         match self.ask(Call::AppendEntries(rpc), &option).await? {
-            Answer::AppendEntries(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Answer::AppendEntries(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             _ => Err(self.unexpected()),
         }
     }
@@ -205,9 +224,14 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         &mut self,
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
-    ) -> Result<InstallSnapshotResponse<u64>, RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>> {
+    ) -> Result<
+        InstallSnapshotResponse<u64>,
+        RPCError<u64, BasicNode, RaftError<u64, InstallSnapshotError>>,
+    > {
         match self.ask(Call::InstallSnapshot(rpc), &option).await? {
-            Answer::InstallSnapshot(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Answer::InstallSnapshot(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             _ => Err(self.unexpected()),
         }
     }
@@ -218,7 +242,9 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<VoteResponse<u64>, RPCError<u64, BasicNode, RaftError<u64>>> {
         match self.ask(Call::Vote(rpc), &option).await? {
-            Answer::Vote(r) => r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e))),
+            Answer::Vote(r) => {
+                r.map_err(|e| RPCError::RemoteError(RemoteError::new(self.target, e)))
+            }
             _ => Err(self.unexpected()),
         }
     }
@@ -237,7 +263,11 @@ impl KvMachine for StrataStateMachine {
 }
 
 /// Serves `listener` for `raft` (whose state machine is `sm`) until the task is dropped.
-pub async fn serve<M: KvMachine>(listener: TcpListener, raft: KvRaft, sm: M) -> std::io::Result<()> {
+pub async fn serve<M: KvMachine>(
+    listener: TcpListener,
+    raft: KvRaft,
+    sm: M,
+) -> std::io::Result<()> {
     loop {
         let (mut stream, _) = listener.accept().await?;
         stream.set_nodelay(true)?;
@@ -328,7 +358,11 @@ impl Client {
 
     /// Sends `message` to the leader (finding it), at most `attempts` tries. `Ok` carries
     /// the leader's answer.
-    async fn send_to_leader(&mut self, message: &Call, attempts: usize) -> Result<Answer, CallError> {
+    async fn send_to_leader(
+        &mut self,
+        message: &Call,
+        attempts: usize,
+    ) -> Result<Answer, CallError> {
         let ids: Vec<u64> = self.nodes.keys().copied().collect();
         let mut last = String::from("no attempt");
         let mut maybe_done = false;
@@ -380,7 +414,10 @@ impl Client {
 
     /// A linearizable read through the leader.
     pub async fn read(&mut self, key: &str) -> Result<Option<String>, CallError> {
-        match self.send_to_leader(&Call::Read(key.to_string()), 20).await? {
+        match self
+            .send_to_leader(&Call::Read(key.to_string()), 20)
+            .await?
+        {
             Answer::Read(Ok(v)) => Ok(v),
             Answer::Read(Err(e)) => Err(CallError::Refused(format!("{e:?}"))),
             other => Err(CallError::Refused(format!("unexpected answer {other:?}"))),

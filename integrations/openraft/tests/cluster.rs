@@ -180,7 +180,15 @@ async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
     let until = start + Duration::from_secs(12);
     let history = Arc::new(Mutex::new(History::default()));
     let clients: Vec<_> = (0..3)
-        .map(|me| tokio::spawn(client(me, peers.clone(), start, until, Arc::clone(&history))))
+        .map(|me| {
+            tokio::spawn(client(
+                me,
+                peers.clone(),
+                start,
+                until,
+                Arc::clone(&history),
+            ))
+        })
         .collect();
     tokio::time::sleep(Duration::from_secs(4)).await;
     let before_kill = history.lock().unwrap().acknowledged_writes;
@@ -240,7 +248,10 @@ async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
         "leader {first} killed, {second} elected; {total} operations, {} writes acknowledged ({after_kill} after the kill), {} unknown",
         h.acknowledged_writes, h.unknown_writes
     );
-    assert!(before_kill > 0 && after_kill > 0, "the clients wrote too little to test anything");
+    assert!(
+        before_kill > 0 && after_kill > 0,
+        "the clients wrote too little to test anything"
+    );
     for (key, ops) in &h.ops {
         assert!(
             linearizable(ops),

@@ -60,7 +60,9 @@ impl Search<'_> {
         if self.failed.contains(&(done.clone(), value)) {
             return false;
         }
-        let candidates: Vec<usize> = open.filter(|&i| self.ops[i].invoke <= first_return).collect();
+        let candidates: Vec<usize> = open
+            .filter(|&i| self.ops[i].invoke <= first_return)
+            .collect();
         for i in candidates {
             let next_value = match &self.ops[i].kind {
                 Kind::Write(_) => Some(i),
@@ -122,7 +124,11 @@ mod tests {
             r(4, 5, Some("a")),
         ]));
         // Concurrent with the write, a read may see either value...
-        assert!(linearizable(&[w(0, Some(10), "a"), r(1, 2, None), r(3, 4, Some("a"))]));
+        assert!(linearizable(&[
+            w(0, Some(10), "a"),
+            r(1, 2, None),
+            r(3, 4, Some("a"))
+        ]));
         // ...but not go back once it saw the new one.
         assert!(!linearizable(&[
             w(0, Some(10), "a"),
@@ -130,7 +136,11 @@ mod tests {
             r(3, 4, None),
         ]));
         // An unknown write may take effect late, or never.
-        assert!(linearizable(&[w(0, None, "a"), r(5, 6, None), r(7, 8, Some("a"))]));
+        assert!(linearizable(&[
+            w(0, None, "a"),
+            r(5, 6, None),
+            r(7, 8, Some("a"))
+        ]));
         assert!(linearizable(&[w(0, None, "a"), r(5, 6, None)]));
         // A read of a value nobody wrote is not explained.
         assert!(!linearizable(&[w(0, Some(1), "a"), r(2, 3, Some("zz"))]));
