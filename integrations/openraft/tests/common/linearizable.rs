@@ -35,8 +35,7 @@ pub fn linearizable(ops: &[Op]) -> bool {
         ops,
         failed: HashSet::new(),
     };
-    let done = vec![0u64; ops.len().div_ceil(64)];
-    search.from(done, None)
+    search.run()
 }
 
 struct Search<'a> {
@@ -50,41 +49,70 @@ fn placed(done: &[u64], i: usize) -> bool {
     done[i / 64] & (1 << (i % 64)) != 0
 }
 
+/// One state of the search and the operations still to try from it.
+struct Frame {
+    done: Vec<u64>,
+    value: Option<usize>,
+    candidates: Vec<usize>,
+    next: usize,
+}
+
 impl Search<'_> {
-    fn from(&mut self, done: Vec<u64>, value: Option<usize>) -> bool {
-        let open = (0..self.ops.len()).filter(|&i| !placed(&done, i));
-        // Every operation with a known outcome placed: explained.
-        let Some(first_return) = open.clone().filter_map(|i| self.ops[i].ret).min() else {
+    /// Depth first, with an explicit stack (histories run to thousands of operations).
+    fn run(&mut self) -> bool {
+        let start = vec![0u64; self.ops.len().div_ceil(64)];
+        let Some(first) = self.frame(start, None) else {
             return true;
         };
-        if self.failed.contains(&(done.clone(), value)) {
-            return false;
-        }
-        let candidates: Vec<usize> = open
-            .filter(|&i| self.ops[i].invoke <= first_return)
-            .collect();
-        for i in candidates {
+        let mut stack = vec![first];
+        while let Some(top) = stack.last_mut() {
+            let Some(&i) = top.candidates.get(top.next) else {
+                let dead = stack.pop().map(|f| (f.done, f.value));
+                if let Some(state) = dead {
+                    self.failed.insert(state);
+                }
+                continue;
+            };
+            top.next += 1;
             let next_value = match &self.ops[i].kind {
                 Kind::Write(_) => Some(i),
                 Kind::Read(seen) => {
-                    let holds = value.map(|w| match &self.ops[w].kind {
+                    let holds = top.value.map(|w| match &self.ops[w].kind {
                         Kind::Write(v) => v.clone(),
                         Kind::Read(_) => String::new(),
                     });
                     if *seen != holds {
                         continue;
                     }
-                    value
+                    top.value
                 }
             };
-            let mut next = done.clone();
-            next[i / 64] |= 1 << (i % 64);
-            if self.from(next, next_value) {
-                return true;
+            let mut done = top.done.clone();
+            done[i / 64] |= 1 << (i % 64);
+            if self.failed.contains(&(done.clone(), next_value)) {
+                continue;
+            }
+            match self.frame(done, next_value) {
+                None => return true,
+                Some(f) => stack.push(f),
             }
         }
-        self.failed.insert((done, value));
         false
+    }
+
+    /// The frame for a state; `None` when every operation with a known outcome is placed
+    /// (the history is explained).
+    fn frame(&self, done: Vec<u64>, value: Option<usize>) -> Option<Frame> {
+        let open = (0..self.ops.len()).filter(|&i| !placed(&done, i));
+        let first_return = open.clone().filter_map(|i| self.ops[i].ret).min()?;
+        // An operation may come next when it began before every open one returned.
+        let candidates = open.filter(|&i| self.ops[i].invoke <= first_return).collect();
+        Some(Frame {
+            done,
+            value,
+            candidates,
+            next: 0,
+        })
     }
 }
 
