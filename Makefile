@@ -11,7 +11,7 @@ test: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
-	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c -p strata-openraft
 
 # LevelDB's C API over Strata, installed as libleveldb.so.1/.so.1d/.so in DIR
 # (default target/libleveldb): run existing LevelDB programs with LD_LIBRARY_PATH=DIR.
