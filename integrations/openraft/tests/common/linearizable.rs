@@ -106,7 +106,9 @@ impl Search<'_> {
         let open = (0..self.ops.len()).filter(|&i| !placed(&done, i));
         let first_return = open.clone().filter_map(|i| self.ops[i].ret).min()?;
         // An operation may come next when it began before every open one returned.
-        let candidates = open.filter(|&i| self.ops[i].invoke <= first_return).collect();
+        let candidates = open
+            .filter(|&i| self.ops[i].invoke <= first_return)
+            .collect();
         Some(Frame {
             done,
             value,
