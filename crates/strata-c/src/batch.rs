@@ -2,8 +2,8 @@
 
 use std::ffi::{c_char, c_void};
 
+use strata::BatchOp;
 use strata::WriteBatch;
-use strata::batch::BatchOp;
 
 use crate::util::bytes;
 

@@ -36,49 +36,84 @@
 //! cache ([`Db::get_pinned`]), cursors ([`DbIterator`]) or Rust iterators ([`Range`]).
 //! What Strata promises about your data is in `docs/durability.md`.
 //!
-//! The engine's parts are public for its tests, tools and fuzzers but hidden from these
-//! docs; their map is `docs/architecture.md`:
-//! `coding`, `checksum` (bytes to integers, CRC-32C), `log` (WAL and manifest records),
-//! `key`, `batch` (internal keys, write batches), `filter`, `sstable`, `cache`,
-//! `version`, `memtable`, `table_cache`, `compaction`, `snapshot`, `blob` (value
-//! separation), and the database itself.
+//! The engine's parts are private; their map is `docs/architecture.md`: `coding`,
+//! `checksum` (bytes to integers, CRC-32C), `log` (WAL and manifest records), `key`,
+//! `batch` (internal keys, write batches), `filter`, `sstable`, `cache`, `version`,
+//! `memtable`, `table_cache`, `compaction`, `snapshot`, `blob` (value separation), and
+//! the database itself. The unstable `internals` feature makes the format-level ones
+//! public (hidden from these docs) for the project's own tools and tests: the `strata`
+//! command's dump commands, the fuzz checks, the benchmark tool.
 
 #![deny(unsafe_code)]
+// Without the `internals` feature the parts only the project's tools and tests use (a
+// log reader that skips checksums, builders' counters, re-exports of format types) are
+// compiled and unused; with it (every build of the workspace) they are public, as before.
+#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
 #![warn(missing_docs)]
 
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod batch;
+#[cfg(not(feature = "internals"))]
+mod batch;
 mod blob;
 mod cache;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod checksum;
+#[cfg(not(feature = "internals"))]
+mod checksum;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod coding;
+#[cfg(not(feature = "internals"))]
+mod coding;
 mod compaction;
 pub mod comparator;
 mod db;
 pub mod env;
 mod error;
 mod filename;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod filter;
+#[cfg(not(feature = "internals"))]
+mod filter;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod iter;
+#[cfg(not(feature = "internals"))]
+mod iter;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod key;
+#[cfg(not(feature = "internals"))]
+mod key;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod log;
+#[cfg(not(feature = "internals"))]
+mod log;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod memtable;
+#[cfg(not(feature = "internals"))]
+mod memtable;
 mod open_files;
 mod options;
 mod snapshot;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod sstable;
+#[cfg(not(feature = "internals"))]
+mod sstable;
 mod table_cache;
 pub mod testing;
+#[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod version;
+#[cfg(not(feature = "internals"))]
+mod version;
 
 pub use batch::{BatchOp, WriteBatch};
 pub use comparator::{BytewiseComparator, Comparator};
