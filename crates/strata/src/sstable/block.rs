@@ -250,6 +250,28 @@ impl Block {
         })
     }
 
+    /// Reads a byte of every cache line of restart region `index` (its entries up to the
+    /// next restart point): independent loads the CPU overlaps, where the scan that
+    /// follows would otherwise meet each miss in turn (a region of 16 entries of a
+    /// hundred bytes spans about 30 lines).
+    #[inline]
+    fn touch_region(&self, index: usize) {
+        let start = self.restart_point(index);
+        let end = if index + 1 < self.num_restarts {
+            self.restart_point(index + 1)
+        } else {
+            self.restarts
+        };
+        let Some(region) = self.data.get(start..end.max(start)) else {
+            return;
+        };
+        let mut acc = 0u8;
+        for b in region.iter().step_by(64) {
+            acc ^= *b;
+        }
+        std::hint::black_box(acc);
+    }
+
     /// The full key stored at restart point `index`, or `None` if it is damaged.
     fn restart_key(&self, index: usize) -> Option<&[u8]> {
         let e = self.entry_at(self.restart_point(index))?;
@@ -475,6 +497,7 @@ impl<O: Comparator + Clone> Cursor for BlockIter<O> {
             }
         }
         self.seek_to_restart_point(left);
+        self.block.touch_region(left);
         while self.parse_next_key() {
             if self.order.compare(&self.key, target) != Ordering::Less {
                 return;
