@@ -197,13 +197,8 @@ pub fn read_block_into(
                     bytes.len()
                 ))
             })?;
-        // Touch every cache line first: independent loads the CPU overlaps, where the
-        // decoder would otherwise meet each miss in turn.
-        let mut acc = 0u8;
-        for b in stored.iter().step_by(64) {
-            acc ^= *b;
-        }
-        std::hint::black_box(acc);
+        // Touch every cache line first: the decoder would otherwise meet each miss in turn.
+        touch_lines(stored);
         return decode_block(file_name, handle, stored, verify_checksum, out);
     }
     let read_into = |buf: &mut Vec<u8>| -> Result<Vec<u8>> {
@@ -247,6 +242,18 @@ fn check_trailer(file_name: &str, handle: BlockHandle, stored: &[u8]) -> Result<
 /// checked when `verify_checksum`: `Ok(None)` when the file is not mapped, the block is
 /// compressed or its handle runs past the map (a caller then reads it with
 /// [`read_block_into`], which says what is wrong).
+/// Reads one byte of every cache line of `bytes`: independent loads the CPU overlaps, so a
+/// walk over them that follows (a decoder, a block's search) finds them in the cache
+/// instead of meeting each miss in turn.
+#[inline]
+pub fn touch_lines(bytes: &[u8]) {
+    let mut acc = 0u8;
+    for b in bytes.iter().step_by(64) {
+        acc ^= *b;
+    }
+    std::hint::black_box(acc);
+}
+
 pub fn read_block_in_place(
     file: &dyn RandomAccessFile,
     file_name: &str,

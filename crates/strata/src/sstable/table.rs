@@ -18,6 +18,15 @@ use crate::iter::{Cursor, Parts, TwoLevel};
 use crate::key::{self, ParsedInternalKey, ValueType};
 use crate::sstable::BlockCache;
 
+/// What a block is read for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    /// One seek into it (a point lookup).
+    Lookup,
+    /// A walk through it (an iterator).
+    Walk,
+}
+
 /// How a reader gets a table's data blocks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockReads {
@@ -206,6 +215,20 @@ impl Table {
     /// is checked at its first verified read only, which also records how it is stored,
     /// so later reads go straight to the map or the cache (`verified.rs`, T4).
     pub fn read_block(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
+        self.read_block_for(handle, reads, Use::Walk)
+    }
+
+    /// [`Table::read_block`], for `purpose`: a block read in place for a point lookup has
+    /// every cache line touched first (its trailer, restart array and the entries a seek
+    /// probes are all about to be read, in dependent steps; the touches overlap those
+    /// misses). A walk, which reads the block front to back, is left to the hardware's
+    /// own prefetching (touching first made a scan 9 % slower).
+    fn read_block_for(
+        &self,
+        handle: BlockHandle,
+        reads: BlockReads,
+        purpose: Use,
+    ) -> Result<Arc<Block>> {
         let Some(marks) = &self.verified else {
             return self.read_block_cached(handle, reads, reads.verify_checksums);
         };
@@ -214,7 +237,7 @@ impl Table {
                 .ok()
                 .and_then(|size| self.file.map_range(handle.offset, size))
             {
-                Some(bytes) => self.in_place(handle, bytes),
+                Some(bytes) => self.in_place(handle, bytes, purpose),
                 None => self.read_block_cached(handle, reads, false),
             },
             Some(Stored::Compressed) => self.read_block_cached(handle, reads, false),
@@ -226,7 +249,7 @@ impl Table {
                     if check {
                         marks.insert(handle.offset, Stored::Plain);
                     }
-                    return self.in_place(handle, bytes);
+                    return self.in_place(handle, bytes, purpose);
                 }
                 let block = self.read_block_cached(handle, reads, check)?;
                 if check {
@@ -238,7 +261,15 @@ impl Table {
     }
 
     /// A block read in place from the map.
-    fn in_place(&self, handle: BlockHandle, bytes: MappedBytes) -> Result<Arc<Block>> {
+    fn in_place(
+        &self,
+        handle: BlockHandle,
+        bytes: MappedBytes,
+        purpose: Use,
+    ) -> Result<Arc<Block>> {
+        if purpose == Use::Lookup {
+            format::touch_lines(&bytes);
+        }
         Block::in_place(bytes)
             .map(Arc::new)
             .map_err(|e| e.located(&self.name, handle.offset))
@@ -343,7 +374,7 @@ impl Table {
         {
             return Ok(None);
         }
-        let block = self.read_block(handle, reads)?;
+        let block = self.read_block_for(handle, reads, Use::Lookup)?;
         let mut it = block.iter(order);
         it.seek(ikey);
         it.status()
