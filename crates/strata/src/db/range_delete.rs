@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 
 use super::{DbInner, merged_view};
 use crate::batch::{BatchOp, WriteBatch};
+use crate::comparator::InternalOrder;
 use crate::error::Result;
 use crate::iter::Cursor;
 use crate::key::{ParsedInternalKey, ValueType};
@@ -48,7 +49,7 @@ pub(super) fn expand(db: &DbInner, mut batch: WriteBatch) -> Result<WriteBatch> 
         }
         // Only a later range needs to know which keys this one deleted.
         let later = i + 1 < count;
-        for_live_keys(db, &range.start, &range.end, |key| {
+        for_live_keys(db, &order, &range.start, &range.end, |key| {
             if !own.contains_key(key) {
                 out.delete(key);
                 if later {
@@ -93,16 +94,23 @@ fn copy(op: BatchOp<'_>, out: &mut WriteBatch, own: &mut BTreeMap<Vec<u8>, bool>
 /// order. Every entry is visible: the caller leads the write queue, so nothing newer than
 /// the last published seqnum exists (RD1). Values are not read (a blob value stays in its
 /// file).
-fn for_live_keys(db: &DbInner, start: &[u8], end: &[u8], mut f: impl FnMut(&[u8])) -> Result<()> {
-    let order = db.table_cache.order().clone();
+fn for_live_keys(
+    db: &DbInner,
+    order: &InternalOrder,
+    start: &[u8],
+    end: &[u8],
+    mut f: impl FnMut(&[u8]),
+) -> Result<()> {
     // A bulk read: its blocks do not push the readers' blocks out of the cache.
     let reads = ReadOptions {
         fill_cache: false,
         ..ReadOptions::default()
     }
     .block_reads();
-    let view = merged_view(db, db.lock(), reads, None);
-    let mut cursor = view.cursor;
+    // The view keeps its version (and with it the tables the scan reads, V3) until the
+    // scan ends.
+    let mut view = merged_view(db, db.lock(), reads, None);
+    let cursor = &mut view.cursor;
     let mut last: Vec<u8> = Vec::new();
     let mut first = true;
     crate::key::with_internal_key(start, crate::key::MAX_SEQNUM, ValueType::FOR_SEEK, |k| {
