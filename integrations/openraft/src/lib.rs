@@ -92,6 +92,6 @@ pub fn open(
     )?);
     Ok((
         StrataLogStore::new(std::sync::Arc::clone(&db)),
-        StrataStateMachine::new(db)?,
+        StrataStateMachine::new(db),
     ))
 }

@@ -55,14 +55,19 @@ fn flush_appends<C: RaftTypeConfig>(
         group.extend(waiting.try_iter());
         let synced = db.flush_wal(true);
         for callback in group {
-            callback.log_io_completed(
-                synced
-                    .as_ref()
-                    .map(|_| ())
-                    .map_err(|e| std::io::Error::other(e.to_string())),
-            );
+            tell(callback, &synced);
         }
     }
+}
+
+/// Tells openraft how the write or sync behind `callback` ended.
+fn tell<C: RaftTypeConfig>(callback: LogFlushed<C>, outcome: &strata::Result<()>) {
+    callback.log_io_completed(
+        outcome
+            .as_ref()
+            .map(|_| ())
+            .map_err(|e| std::io::Error::other(e.to_string())),
+    );
 }
 
 impl<C: RaftTypeConfig> Debug for StrataLogStore<C> {
@@ -258,19 +263,15 @@ where
             batch.put(keys::log(id.index), bytes);
         }
         // Readable at once; openraft hears it is durable only from the flusher (RS1).
-        if let Err(e) = self.db.write(batch) {
-            callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
-            return Err(error::write_logs(&e));
+        let written = self.db.write(batch);
+        if let Err(e) = &written {
+            tell(callback, &written);
+            return Err(error::write_logs(e));
         }
         if let Err(std::sync::mpsc::SendError(callback)) = self.flusher.send(callback) {
             // No flusher (its thread could not start): sync here.
             let synced = self.db.flush_wal(true);
-            callback.log_io_completed(
-                synced
-                    .as_ref()
-                    .map(|_| ())
-                    .map_err(|e| std::io::Error::other(e.to_string())),
-            );
+            tell(callback, &synced);
             synced.map_err(|e| error::write_logs(&e))?;
         }
         Ok(())

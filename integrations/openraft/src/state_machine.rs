@@ -55,11 +55,11 @@ pub struct StrataSnapshotBuilder {
 
 impl StrataStateMachine {
     /// A state machine over `db`.
-    pub fn new(db: Arc<Db>) -> strata::Result<Self> {
-        Ok(StrataStateMachine {
+    pub fn new(db: Arc<Db>) -> Self {
+        StrataStateMachine {
             db,
             built: Arc::new(AtomicU64::new(0)),
-        })
+        }
     }
 
     /// The value of `key` as the state machine holds it now (a local read: it may lag the

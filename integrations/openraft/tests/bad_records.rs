@@ -82,7 +82,7 @@ async fn a_damaged_vote_or_purge_record_is_an_error() {
 async fn a_damaged_state_machine_record_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let db = db(dir.path());
-    let mut sm = StrataStateMachine::new(Arc::clone(&db)).unwrap();
+    let mut sm = StrataStateMachine::new(Arc::clone(&db));
     sm.apply([entry(1, "a"), entry(2, "b")]).await.unwrap();
     assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"));
 
@@ -109,7 +109,7 @@ async fn a_damaged_state_machine_record_is_an_error() {
 async fn a_damaged_snapshot_is_refused_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = db(dir.path());
-    let mut sm = StrataStateMachine::new(Arc::clone(&db)).unwrap();
+    let mut sm = StrataStateMachine::new(Arc::clone(&db));
     sm.apply([entry(1, "a")]).await.unwrap();
     let meta = SnapshotMeta {
         last_log_id: Some(LogId::new(CommittedLeaderId::new(2, 0), 10)),
