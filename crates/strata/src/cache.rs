@@ -20,6 +20,13 @@
 //!   holds more than its capacity, blocks and spares together.
 //! - BC5 `ring[e.slot]` names the key of every entry `e` of a shard's map, and every
 //!   `Some` slot names a key of the map; `None` slots wait in `free`.
+//! - BC6 admission: a shard with room admits every block read for it; a full shard (one
+//!   more block of its average size would evict) admits a block only on its second miss
+//!   while the shard's doorkeeper still remembers the first (a direct-mapped table of key
+//!   fingerprints, twice as many slots as the shard holds blocks; a later miss in the same
+//!   slot makes it forget). A block read once, by a scan or a uniform random read over far
+//!   more blocks than fit, then neither evicts a block nor costs an insert; a block read
+//!   again soon is cached at its second read.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -108,6 +115,19 @@ struct Shard<V> {
     capacity: usize,
     /// Buffers of evicted blocks, to read new blocks into (BC4).
     spares: Vec<Vec<u8>>,
+    /// Fingerprints of keys missed while the shard was full (BC6); empty until then.
+    door: Vec<u64>,
+}
+
+/// What [`Cache::probe`] found for a block about to be read.
+#[derive(Debug)]
+pub enum Probe<V> {
+    /// The block, cached.
+    Hit(Arc<V>),
+    /// Not cached; read it into this buffer (a spare, or empty) and insert it.
+    Admit(Vec<u8>),
+    /// Not cached and not admitted (BC6): read it, use it, do not insert it.
+    Pass,
 }
 
 impl<V: Cached> Shard<V> {
@@ -120,6 +140,37 @@ impl<V: Cached> Shard<V> {
             usage: 0,
             capacity,
             spares: Vec::new(),
+            door: Vec::new(),
+        }
+    }
+
+    /// Whether one more block of the shard's average size would evict (BC6).
+    fn is_full(&self) -> bool {
+        let blocks = self.map.len();
+        blocks > 0 && self.usage + self.usage / blocks > self.capacity
+    }
+
+    /// Whether a block missed under `key` is to be cached (BC6).
+    fn admit(&mut self, key: &Key) -> bool {
+        if !self.is_full() {
+            return true;
+        }
+        if self.door.is_empty() {
+            let average = (self.usage / self.map.len().max(1)).max(1);
+            let slots = (2 * self.capacity / average).clamp(64, 1 << 20);
+            self.door = vec![0; slots.next_power_of_two()];
+        }
+        let mut h = NumberHasher::default();
+        h.write_u64(key.0);
+        h.write_u64(key.1);
+        let print = h.finish() | 1;
+        let i = (print >> 32) as usize & (self.door.len() - 1);
+        if self.door[i] == print {
+            self.door[i] = 0;
+            true
+        } else {
+            self.door[i] = print;
+            false
         }
     }
 
@@ -281,11 +332,21 @@ impl<V: Cached> Cache<V> {
         self.shard(&key).get(&key)
     }
 
-    /// A buffer to read block `(id, offset)` into before caching it: the bytes of a block
-    /// evicted earlier from the shard it will go to (BC4), or an empty one. Its insert then
-    /// evicts there and leaves the next spare.
-    pub fn spare_buffer(&self, id: u64, offset: u64) -> Vec<u8> {
-        self.shard(&(id, offset)).take_spare().unwrap_or_default()
+    /// One look at the shard of `(id, offset)` before a read that would fill the cache:
+    /// the block if cached (marked recently used); else whether to cache it once read
+    /// (BC6) and, if so, a buffer to read it into: the bytes of a block evicted earlier
+    /// from that shard (BC4), or an empty one. Its insert then evicts there and leaves the
+    /// next spare.
+    pub fn probe(&self, id: u64, offset: u64) -> Probe<V> {
+        let key = (id, offset);
+        let mut shard = self.shard(&key);
+        if let Some(block) = shard.get(&key) {
+            Probe::Hit(block)
+        } else if shard.admit(&key) {
+            Probe::Admit(shard.take_spare().unwrap_or_default())
+        } else {
+            Probe::Pass
+        }
     }
 
     /// Caches `block` under `(id, offset)`, evicting the least recently used blocks.
@@ -315,6 +376,49 @@ mod tests {
         Arc::new(Block::new(b.finish().to_vec()).unwrap())
     }
 
+    /// The buffer a read of `(id, off)` would get: probed until admitted (a full shard
+    /// admits at the second miss, BC6); empty when the shard has no spare.
+    fn spare_buffer(cache: &BlockCache, id: u64, off: u64) -> Vec<u8> {
+        for _ in 0..2 {
+            match cache.probe(id, off) {
+                Probe::Admit(buffer) => return buffer,
+                Probe::Hit(_) => panic!("({id}, {off}) is cached"),
+                Probe::Pass => {}
+            }
+        }
+        panic!("({id}, {off}) not admitted at its second miss")
+    }
+
+    #[test]
+    fn a_full_shard_admits_a_block_at_its_second_miss_only() {
+        // A shard with room admits at once.
+        let roomy = BlockCache::new(SHARDS * 100_000);
+        for off in 0..200u64 {
+            match roomy.probe(9, off) {
+                Probe::Admit(_) => roomy.insert(9, off, block(300)),
+                other => panic!("block {off} of a cache with room: {other:?}"),
+            }
+        }
+        let cache = BlockCache::new(SHARDS * 1000);
+        for off in 0..200u64 {
+            cache.insert(9, off, block(300));
+        }
+        let cached: Vec<u64> = (0..200u64).filter(|&o| cache.get(9, o).is_some()).collect();
+        assert!(cached.len() < 200, "the cache filled");
+        // Blocks read once leave a full cache as it was.
+        for off in 1000..5000u64 {
+            assert!(
+                matches!(cache.probe(9, off), Probe::Pass),
+                "block {off} admitted at its first miss"
+            );
+        }
+        for &o in &cached {
+            assert!(cache.get(9, o).is_some(), "block {o} was evicted");
+        }
+        // A block missed again soon is admitted.
+        assert!(matches!(cache.probe(9, 4999), Probe::Admit(_)));
+    }
+
     #[test]
     fn an_evicted_block_no_one_holds_becomes_a_charged_spare() {
         let cap = SHARDS * 1000;
@@ -335,7 +439,7 @@ mod tests {
             cache.insert(7, *o, Arc::clone(b));
             assert!(cache.usage() <= cap);
         }
-        assert!(cache.spare_buffer(7, offs[0]).is_empty());
+        assert!(spare_buffer(&cache, 7, offs[0]).is_empty());
 
         // Blocks no one holds give their buffers as spares, charged within capacity.
         let cache = BlockCache::new(cap);
@@ -344,7 +448,7 @@ mod tests {
             assert!(cache.usage() <= cap);
         }
         let before = cache.usage();
-        let spare = cache.spare_buffer(7, offs[0]);
+        let spare = spare_buffer(&cache, 7, offs[0]);
         assert!(
             !spare.is_empty(),
             "an evicted block's bytes come back as a spare"

@@ -10,6 +10,7 @@ use super::block::{Block, BlockIter, BlockSlice};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
 use super::verified::{Stored, Verified};
+use crate::cache::Probe;
 use crate::comparator::{BytewiseComparator, Comparator, InternalBytewise, InternalOrder};
 use crate::env::{MappedBytes, RandomAccessFile};
 use crate::error::{Error, Result};
@@ -284,15 +285,19 @@ impl Table {
         reads: BlockReads,
         check: bool,
     ) -> Result<Arc<Block>> {
-        if let Some((cache, id)) = &self.cache
-            && let Some(block) = cache.get(*id, handle.offset)
-        {
-            return Ok(block);
-        }
-        // A buffer the cache let go of, if it has one: no allocation, no zeroing.
-        let buffer = match &self.cache {
-            Some((cache, id)) if reads.fill_cache => cache.spare_buffer(*id, handle.offset),
-            _ => Vec::new(),
+        // A cached block; else a buffer the cache let go of, if it has one (no allocation,
+        // no zeroing), when the block is to be cached (BC6).
+        let (buffer, admit) = match &self.cache {
+            Some((cache, id)) if reads.fill_cache => match cache.probe(*id, handle.offset) {
+                Probe::Hit(block) => return Ok(block),
+                Probe::Admit(buffer) => (buffer, true),
+                Probe::Pass => (Vec::new(), false),
+            },
+            Some((cache, id)) => match cache.get(*id, handle.offset) {
+                Some(block) => return Ok(block),
+                None => (Vec::new(), false),
+            },
+            None => (Vec::new(), false),
         };
         let data = format::read_block_into(
             self.file.as_ref(),
@@ -308,7 +313,7 @@ impl Table {
         // Only verified blocks are shared: a later reader that asks for verification
         // must not be handed bytes nobody checked (checked now, or before: T4).
         if reads.verify_checksums
-            && reads.fill_cache
+            && admit
             && let Some((cache, id)) = &self.cache
         {
             cache.insert(*id, handle.offset, Arc::clone(&block));
