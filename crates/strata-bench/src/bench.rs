@@ -341,6 +341,7 @@ impl<'a> Runner<'a> {
             seconds: wall,
             micros_per_op: thread_seconds * 1e6 / ops as f64,
             ops_per_sec: ops as f64 / wall.max(1e-9),
+            threads: spec.threads,
             mb_per_sec: (bytes > 0).then(|| bytes as f64 / 1_048_576.0 / wall.max(1e-9)),
             message,
             latency_us: hist.as_ref().and_then(percentiles),

@@ -444,6 +444,7 @@ fn result(kind: Program, spec: &Spec, flags: &Flags, line: &Line, dir: &Path) ->
         seconds,
         micros_per_op: line.micros_per_op,
         ops_per_sec: ops as f64 / seconds.max(1e-9),
+        threads: spec.threads,
         mb_per_sec: line.mb_per_sec,
         message: line.message.clone(),
         disk_bytes: accounting::disk_usage(dir),

@@ -132,7 +132,7 @@ pub struct Flags {
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Run a preset suite instead of --benchmarks: baseline, readwhilewriting,
-    /// value-sizes, scale.
+    /// value-sizes, scale, group-commit (docs/bench.md).
     #[arg(long)]
     pub suite: Option<String>,
     /// Engines to run, comma-separated (`all` for every engine built in).

@@ -235,6 +235,7 @@ fn run(flags: &Flags) -> Result<()> {
                     settings: settings(&g.flags),
                     results: outcome.results,
                     not_available: outcome.not_available,
+                    sweep: g.sweep.clone(),
                 });
                 println!();
             }

@@ -47,8 +47,11 @@ pub struct BenchResult {
     pub seconds: f64,
     /// db_bench's figure: thread-seconds per operation, in microseconds.
     pub micros_per_op: f64,
-    /// Operations per second (wall clock).
+    /// Operations per second (wall clock, all threads together).
     pub ops_per_sec: f64,
+    /// Threads that ran it (0 in files of older versions: one).
+    #[serde(default)]
+    pub threads: usize,
     /// User megabytes per second (wall clock), if the benchmark moves data.
     pub mb_per_sec: Option<f64>,
     /// Extra words db_bench prints, such as `(632 of 1000 found)`.
@@ -120,6 +123,19 @@ pub struct EngineRun {
     /// The benchmarks this engine cannot run, with the reason ("n/a" rows).
     #[serde(default)]
     pub not_available: Vec<NotAvailable>,
+    /// Where the group sits on its suite's swept axis, in suites that sweep one.
+    #[serde(default)]
+    pub sweep: Option<Sweep>,
+}
+
+/// A group's place on the one setting its suite varies from group to group (value size,
+/// threads, entries): the report draws each benchmark against it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sweep {
+    /// What varies, as the chart's axis names it ("value size (bytes)").
+    pub axis: String,
+    /// Its value in this group.
+    pub value: f64,
 }
 
 /// A benchmark an engine cannot run (TreeDB has no batches, LMDB no compaction).
@@ -241,6 +257,7 @@ pub(crate) fn sample_run(engine: &str, round: usize, results: &[(&str, f64)]) ->
             })
             .collect(),
         not_available: Vec::new(),
+        sweep: None,
     }
 }
 

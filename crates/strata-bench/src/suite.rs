@@ -4,6 +4,7 @@ use anyhow::{Result, bail};
 
 use crate::bench::{Spec, spec};
 use crate::flags::Flags;
+use crate::results::Sweep;
 
 /// A group of benchmarks run in order on one database with one set of flags.
 #[derive(Debug, Clone)]
@@ -14,6 +15,18 @@ pub struct Group {
     pub flags: Flags,
     /// The benchmarks.
     pub specs: Vec<Spec>,
+    /// Its place on the suite's swept axis, if the suite sweeps one.
+    pub sweep: Option<Sweep>,
+}
+
+impl Group {
+    fn swept(mut self, axis: &str, value: f64) -> Self {
+        self.sweep = Some(Sweep {
+            axis: axis.to_string(),
+            value,
+        });
+        self
+    }
 }
 
 fn group(
@@ -38,6 +51,7 @@ fn group(
         label: label.to_string(),
         flags: f,
         specs,
+        sweep: None,
     })
 }
 
@@ -54,6 +68,7 @@ pub fn groups(flags: &Flags) -> Result<Vec<Group>> {
             label: String::new(),
             flags: flags.clone(),
             specs,
+            sweep: None,
         }]);
     };
     match suite {
@@ -61,7 +76,10 @@ pub fn groups(flags: &Flags) -> Result<Vec<Group>> {
         "readwhilewriting" => read_while_writing(flags),
         "value-sizes" => value_sizes(flags),
         "scale" => scale(flags),
-        other => bail!("unknown suite {other:?} (baseline, readwhilewriting, value-sizes, scale)"),
+        "group-commit" => group_commit(flags),
+        other => bail!(
+            "unknown suite {other:?} (baseline, readwhilewriting, value-sizes, scale, group-commit)"
+        ),
     }
 }
 
@@ -175,6 +193,8 @@ fn read_while_writing(flags: &Flags) -> Result<Vec<Group>> {
                     if f.stats_interval <= 0.0 {
                         f.stats_interval = 1.0;
                     }
+                    // The page's p99 read latency per phase.
+                    f.histogram = true;
                     f.use_existing_db = true;
                 },
             )?;
@@ -190,47 +210,89 @@ fn value_sizes(flags: &Flags) -> Result<Vec<Group>> {
     let mut out = Vec::new();
     for size in [100usize, 1024, 100 << 10, 256 << 10, 512 << 10, 1 << 20] {
         let label = format!("value size {size}");
-        out.push(group(
-            &label,
-            flags,
-            &[
-                (&label.clone(), "fillseq"),
-                (&label.clone(), "fillrandom"),
-                (&label.clone(), "overwrite"),
-                (&label.clone(), "readrandom"),
-                (&label.clone(), "readseq"),
-                ("", "compact"),
-                (&label.clone(), "readrandom"),
-                (&label.clone(), "readseq"),
-            ],
-            |f| {
-                f.value_size = size;
-                f.num = f.num.min(((100u64 << 20) / size as u64).max(100));
-                f.write_buffer_size = 4 << 20;
-            },
-        )?);
+        out.push(
+            group(
+                &label,
+                flags,
+                &[
+                    (&label.clone(), "fillseq"),
+                    (&label.clone(), "fillrandom"),
+                    (&label.clone(), "overwrite"),
+                    (&label.clone(), "readrandom"),
+                    (&label.clone(), "readseq"),
+                    ("", "compact"),
+                    (&label.clone(), "readrandom"),
+                    (&label.clone(), "readseq"),
+                ],
+                |f| {
+                    f.value_size = size;
+                    f.num = f.num.min(((100u64 << 20) / size as u64).max(100));
+                    f.write_buffer_size = 4 << 20;
+                },
+            )?
+            .swept("value size (bytes)", size as f64),
+        );
+    }
+    Ok(out)
+}
+
+/// Group commit: synced writes (`fillsync`, each write waits for its `fdatasync`) from 1,
+/// 2, 4, 8 and 16 threads, each group on a fresh database for `--duration` seconds
+/// (default 5); first the disk's own ceiling (one thread appending 100 bytes and calling
+/// `fdatasync`, no engine), drawn on the chart as a line.
+fn group_commit(flags: &Flags) -> Result<Vec<Group>> {
+    let timed = |f: &mut Flags| {
+        if f.duration <= 0.0 {
+            f.duration = 5.0;
+        }
+        f.histogram = true;
+    };
+    let mut out = vec![group(
+        "disk ceiling",
+        flags,
+        &[("ceiling", "fsyncceiling")],
+        |f| {
+            timed(f);
+            f.threads = 1;
+        },
+    )?];
+    for threads in [1usize, 2, 4, 8, 16] {
+        let label = format!(
+            "{threads} writing thread{}",
+            if threads == 1 { "" } else { "s" }
+        );
+        out.push(
+            group(&label, flags, &[("group commit", "fillsync")], |f| {
+                timed(f);
+                f.threads = threads;
+            })?
+            .swept("writing threads", threads as f64),
+        );
     }
     Ok(out)
 }
 
 /// The scale page: --num entries, a 256 MB write buffer, no compression, 32 MB tables.
 fn scale(flags: &Flags) -> Result<Vec<Group>> {
-    Ok(vec![group(
-        &format!("scale {}", flags.num),
-        flags,
-        &[
-            ("scale", "fillseq"),
-            ("scale", "fillrandom"),
-            ("scale", "overwrite"),
-            ("scale", "readrandom"),
-            ("", "compact"),
-            ("scale", "readrandom"),
-            ("scale", "readseq"),
-        ],
-        |f| {
-            f.write_buffer_size = 256 << 20;
-            f.compression = false;
-            f.max_file_size = 32 << 20;
-        },
-    )?])
+    Ok(vec![
+        group(
+            &format!("scale {}", flags.num),
+            flags,
+            &[
+                ("scale", "fillseq"),
+                ("scale", "fillrandom"),
+                ("scale", "overwrite"),
+                ("scale", "readrandom"),
+                ("", "compact"),
+                ("scale", "readrandom"),
+                ("scale", "readseq"),
+            ],
+            |f| {
+                f.write_buffer_size = 256 << 20;
+                f.compression = false;
+                f.max_file_size = 32 << 20;
+            },
+        )?
+        .swept("entries", flags.num as f64),
+    ])
 }

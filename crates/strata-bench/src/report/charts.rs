@@ -1,5 +1,6 @@
 //! The report's charts as SVG, drawn with `plotters`: a horizontal bar chart per workload
-//! (the LevelDB page's look) and line charts of `--stats_interval` series.
+//! (the LevelDB page's look), line charts of `--stats_interval` series, and line charts of
+//! a benchmark against the setting a suite sweeps (value size, threads, entries).
 
 use anyhow::{Result, anyhow};
 use plotters::coord::ranged1d::SegmentValue;
@@ -334,6 +335,122 @@ pub fn lines(title: &str, y_desc: &str, lines: &[Line]) -> Result<String> {
             .background_style(WHITE.mix(0.85))
             .border_style(MUTED)
             .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(draw_err)?;
+        root.present().map_err(draw_err)?;
+    }
+    Ok(svg)
+}
+
+/// The axes of a sweep chart: what varies along x and what is drawn on y.
+pub struct SweepAxes<'a> {
+    /// The swept setting ("value size (bytes)").
+    pub x_desc: &'a str,
+    /// What each point is ("operations per second").
+    pub y_desc: &'a str,
+    /// A logarithmic x axis (the swept values span decades).
+    pub log_x: bool,
+}
+
+/// A line chart of one benchmark against a swept setting, one line (with a marker at each
+/// measured point) per engine; a dashed horizontal line at `reference` when given.
+pub fn sweep(
+    title: &str,
+    axes: &SweepAxes,
+    lines: &[Line],
+    reference: Option<&Reference>,
+) -> Result<String> {
+    let fx = |x: f64| if axes.log_x { x.max(1e-9).log10() } else { x };
+    let xs = || lines.iter().flat_map(|l| l.points.iter().map(|p| fx(p.0)));
+    let (lo, hi) = (
+        xs().fold(f64::INFINITY, f64::min),
+        xs().fold(f64::NEG_INFINITY, f64::max),
+    );
+    let (lo, hi) = if lo.is_finite() && hi > lo {
+        let pad = (hi - lo) * 0.05;
+        (lo - pad, hi + pad)
+    } else {
+        (0.0, 1.0)
+    };
+    let ymax = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .chain(reference.map(|r| r.value))
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.12;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (860, 380)).into_drawing_area();
+        root.fill(&WHITE).map_err(draw_err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 17).into_font().color(&INK))
+            .margin(10)
+            .x_label_area_size(36)
+            .y_label_area_size(64)
+            .build_cartesian_2d(lo..hi, 0f64..ymax)
+            .map_err(draw_err)?;
+        let log_x = axes.log_x;
+        chart
+            .configure_mesh()
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .x_desc(axes.x_desc)
+            .y_desc(axes.y_desc)
+            .x_label_formatter(&|x: &f64| short(if log_x { 10f64.powf(*x) } else { *x }))
+            .y_label_formatter(&|y: &f64| short(*y))
+            .draw()
+            .map_err(draw_err)?;
+        for (i, l) in lines.iter().enumerate() {
+            let color = LINES[i % LINES.len()];
+            let points: Vec<(f64, f64)> = l.points.iter().map(|p| (fx(p.0), p.1)).collect();
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    color.stroke_width(2),
+                ))
+                .map_err(draw_err)?
+                .label(l.engine.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .map_err(draw_err)?;
+        }
+        if let Some(r) = reference {
+            chart
+                .draw_series(DashedLineSeries::new(
+                    [(lo, r.value), (hi, r.value)],
+                    6,
+                    4,
+                    INK.stroke_width(1),
+                ))
+                .map_err(draw_err)?;
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    format!("{}: {}", r.label, short(r.value)),
+                    (lo, r.value),
+                    ("sans-serif", 11)
+                        .into_font()
+                        .color(&INK)
+                        .pos(Pos::new(HPos::Left, VPos::Bottom)),
+                )))
+                .map_err(draw_err)?;
+        }
+        // The legend goes where the first line is not: below it when the line rises.
+        let rises = lines
+            .first()
+            .and_then(|l| Some(l.points.last()?.1 > l.points.first()?.1))
+            .unwrap_or(false);
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(MUTED)
+            .position(if rises {
+                SeriesLabelPosition::LowerRight
+            } else {
+                SeriesLabelPosition::UpperRight
+            })
             .draw()
             .map_err(draw_err)?;
         root.present().map_err(draw_err)?;

@@ -22,7 +22,7 @@ use anyhow::{Context, Result, bail};
 use crate::engine::EngineCounters;
 use crate::results::{BenchResult, Document, EngineRun, SummaryRow};
 use crate::summary::{self, FSYNC_CEILING, HARNESS};
-use charts::{Bar, Line, Reference, Scale, thousands};
+use charts::{Bar, Line, Reference, Scale, SweepAxes, thousands};
 
 /// The command line of `strata-bench report`.
 #[derive(Debug, clap::Parser)]
@@ -244,10 +244,11 @@ impl<'a> Page<'a> {
         let mut out = Vec::new();
         for e in self.engines.iter().filter(|e| *e != HARNESS) {
             if let Some(m) = row.median_micros.get(e) {
-                let value = match scale {
-                    Scale::Seconds => m / 1e6,
-                    Scale::PerSecond if *m > 0.0 => 1e6 / m,
-                    Scale::PerSecond => 0.0,
+                let value = match (scale, self.threaded_rate(row, e)) {
+                    (Scale::Seconds, _) => m / 1e6,
+                    (Scale::PerSecond, Some(rate)) => rate,
+                    (Scale::PerSecond, None) if *m > 0.0 => 1e6 / m,
+                    (Scale::PerSecond, None) => 0.0,
                 };
                 out.push(Bar::Measured {
                     engine: e.clone(),
@@ -275,6 +276,27 @@ impl<'a> Page<'a> {
             }
         }
         out
+    }
+
+    /// For a row run by several threads: the engine's operations per second of all of
+    /// them together (median over the rounds), which a thread's time per operation does
+    /// not give; `None` for one thread.
+    fn threaded_rate(&self, row: &SummaryRow, engine: &str) -> Option<f64> {
+        let mut rates: Vec<f64> = self
+            .runs
+            .iter()
+            .filter(|r| r.engine == engine && r.group == row.group)
+            .filter_map(|r| {
+                r.results
+                    .iter()
+                    .enumerate()
+                    .find(|(i, x)| x.position.unwrap_or(*i) == row.index)
+                    .map(|(_, x)| x)
+            })
+            .filter(|x| x.threads > 1)
+            .map(|x| x.ops_per_sec)
+            .collect();
+        summary::median(&mut rates)
     }
 
     /// For a `fillsync` row: the disk's own ceiling measured beside it in the same group
@@ -373,7 +395,9 @@ impl<'a> Page<'a> {
         h.push_str("<nav><a href=\"#verdict\">verdict</a> · <a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
         self.render_verdict(&mut h);
         self.render_bars(&mut h, charts_dir)?;
+        self.render_sweeps(&mut h, charts_dir)?;
         self.render_series(&mut h, charts_dir)?;
+        self.render_latency(&mut h);
         self.render_summary(&mut h);
         self.render_settings(&mut h);
         let _ = writeln!(
@@ -585,6 +609,173 @@ impl<'a> Page<'a> {
         }
         h.push_str("</section>");
         Ok(())
+    }
+
+    /// In a suite that sweeps a setting (value size, threads, entries): one chart per
+    /// benchmark of each engine's figure against it, the median over the rounds. Against
+    /// entries the chart shows µs per operation (what grows with the database); elsewhere
+    /// operations per second (all threads together). A `fillsync` chart carries the disk's
+    /// ceiling measured in the same run.
+    fn render_sweeps(&self, h: &mut String, charts_dir: &Path) -> Result<()> {
+        let Some(axis) = self
+            .runs
+            .iter()
+            .find_map(|r| r.sweep.as_ref().map(|s| &s.axis))
+        else {
+            return Ok(());
+        };
+        let per_op = axis == "entries";
+        // (position, title) to engine to swept value to the rounds' figures.
+        type Points = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
+        let mut cells: BTreeMap<(usize, String), Points> = BTreeMap::new();
+        let mut ceiling = Vec::new();
+        for run in &self.runs {
+            for res in &run.results {
+                if res.name == FSYNC_CEILING {
+                    ceiling.push(res.ops_per_sec);
+                }
+            }
+            let Some(sweep) = &run.sweep else { continue };
+            if run.engine == HARNESS {
+                continue;
+            }
+            for (i, res) in run.results.iter().enumerate() {
+                if res.name == FSYNC_CEILING || res.ops == 0 {
+                    continue;
+                }
+                let after = run.results[..i].iter().any(|r| r.name == "compact");
+                let title = if after {
+                    format!("{} after compaction", res.name)
+                } else {
+                    res.name.clone()
+                };
+                let y = if per_op {
+                    res.micros_per_op
+                } else {
+                    res.ops_per_sec
+                };
+                cells
+                    .entry((res.position.unwrap_or(i), title))
+                    .or_default()
+                    .entry(run.engine.clone())
+                    .or_default()
+                    .entry(sweep.value as u64)
+                    .or_default()
+                    .push(y);
+            }
+        }
+        if cells.is_empty() {
+            return Ok(());
+        }
+        let reference = summary::median(&mut ceiling).map(|v| Reference {
+            value: v,
+            label: "disk ceiling (one thread: append + fdatasync)".into(),
+        });
+        let xs: Vec<u64> = cells
+            .values()
+            .flat_map(|e| e.values().flat_map(|p| p.keys().copied()))
+            .collect();
+        let (lo, hi) = (
+            xs.iter().copied().min().unwrap_or(1).max(1),
+            xs.iter().copied().max().unwrap_or(1),
+        );
+        let axes = SweepAxes {
+            x_desc: axis,
+            y_desc: if per_op {
+                "µs per operation (lower is better)"
+            } else {
+                "operations per second"
+            },
+            log_x: hi / lo >= 20,
+        };
+        let _ = write!(h, "<section id=\"sweep\"><h2>Against {}</h2>", esc(axis));
+        for (n, ((_, title), engines)) in cells.iter().enumerate() {
+            let lines: Vec<Line> = self
+                .engines
+                .iter()
+                .filter_map(|e| {
+                    let points = engines.get(e)?;
+                    Some(Line {
+                        engine: e.clone(),
+                        points: points
+                            .iter()
+                            .filter_map(|(x, ys)| {
+                                Some((*x as f64, summary::median(&mut ys.clone())?))
+                            })
+                            .collect(),
+                    })
+                })
+                .collect();
+            let reference = reference
+                .as_ref()
+                .filter(|_| title == "fillsync" && !per_op);
+            let svg = charts::sweep(&format!("{title} against {axis}"), &axes, &lines, reference)?;
+            let file = format!("sweep-{}", slug(n, "", title));
+            std::fs::write(charts_dir.join(&file), &svg)
+                .with_context(|| format!("write {}", charts_dir.join(&file).display()))?;
+            let _ = write!(
+                h,
+                "<figure data-workload=\"{t}\" data-sweep=\"{a}\">{svg}<figcaption><a href=\"charts/{f}\">SVG</a></figcaption></figure>",
+                t = esc(title),
+                a = esc(axis),
+                f = esc(&file)
+            );
+        }
+        h.push_str("</section>");
+        Ok(())
+    }
+
+    /// Latency percentiles (first round) of every result that kept a histogram.
+    fn render_latency(&self, h: &mut String) {
+        let first = self.first_round();
+        let mut rows: Vec<(usize, usize, String)> = Vec::new();
+        for run in self.runs.iter().filter(|r| r.round == first) {
+            for (i, res) in run.results.iter().enumerate() {
+                let key = (run.group_index, res.position.unwrap_or(i), String::new());
+                if res.latency_us.is_some() && !rows.iter().any(|r| (r.0, r.1) == (key.0, key.1)) {
+                    let label = format!("{} {}", run.group, res.name);
+                    rows.push((key.0, key.1, label));
+                }
+            }
+        }
+        if rows.is_empty() {
+            return;
+        }
+        rows.sort();
+        h.push_str(
+            "<section id=\"latency\"><h2>Latency</h2><p class=\"how\">Per operation, first \
+             round: p50 / p99 in µs (for a read-while-writing phase, the readers' reads).</p>\
+             <div class=\"scroll\"><table><thead><tr><th>benchmark</th>",
+        );
+        let engines: Vec<&String> = self.engines.iter().filter(|e| *e != HARNESS).collect();
+        for e in &engines {
+            let _ = write!(h, "<th>{}</th>", esc(e));
+        }
+        h.push_str("</tr></thead><tbody>");
+        for (gi, pos, label) in &rows {
+            let _ = write!(h, "<tr><td>{}</td>", esc(label));
+            for e in &engines {
+                let p = self
+                    .runs
+                    .iter()
+                    .find(|r| r.engine == **e && r.group_index == *gi && r.round == first)
+                    .and_then(|r| {
+                        r.results
+                            .iter()
+                            .enumerate()
+                            .find(|(i, x)| x.position.unwrap_or(*i) == *pos)
+                    })
+                    .and_then(|(_, x)| x.latency_us.clone());
+                match p {
+                    Some(p) => {
+                        let _ = write!(h, "<td>{} / {}</td>", micros(p.p50), micros(p.p99));
+                    }
+                    None => h.push_str("<td class=\"na\">n/a</td>"),
+                }
+            }
+            h.push_str("</tr>");
+        }
+        h.push_str("</tbody></table></div></section>");
     }
 
     fn render_summary(&self, h: &mut String) {
@@ -910,6 +1101,61 @@ mod tests {
                 .any(|s| s.contains("disk ceiling (append + fdatasync)"))
         );
         assert!(svgs.iter().all(|s| !s.contains(">null<")));
+    }
+
+    #[test]
+    fn a_swept_suite_draws_each_benchmark_against_its_setting() {
+        // Group commit: each group a thread count; Strata's total rate doubles with the
+        // threads while each thread's time per write stays 100 µs.
+        let mut docs = sample_page_docs(1);
+        docs[0].suite = Some("group-commit".into());
+        docs[0].runs.clear();
+        for (gi, threads) in [1usize, 2, 4].into_iter().enumerate() {
+            for (engine, f) in [("strata", 1.0), ("leveldb", 2.0)] {
+                let mut run = crate::results::sample_run(engine, 0, &[("fillsync", 100.0 * f)]);
+                run.group = format!("{threads} threads");
+                run.group_index = gi;
+                run.sweep = Some(crate::results::Sweep {
+                    axis: "writing threads".into(),
+                    value: threads as f64,
+                });
+                let r = &mut run.results[0];
+                r.threads = threads;
+                r.ops_per_sec = 1e6 / (100.0 * f) * threads as f64;
+                r.latency_us = Some(crate::results::Percentiles {
+                    p50: 90.0,
+                    p99: 300.0 * f,
+                    p999: 400.0,
+                    max: 500.0,
+                });
+                docs[0].runs.push(run);
+            }
+        }
+        let page = Page::new(&docs, &[PathBuf::from("x.json")]).unwrap();
+        // A bar of several threads is their rate together, not one thread's.
+        let four = page.rows.iter().find(|r| r.group == "4 threads").unwrap();
+        let strata = page
+            .bars_of(four)
+            .into_iter()
+            .find_map(|b| match b {
+                Bar::Measured { engine, value, .. } if engine == "strata" => Some(value),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(strata, 40_000.0);
+        let dir = tempfile::tempdir().unwrap();
+        let html = page.render(dir.path()).unwrap();
+        assert!(html.contains("<h2>Against writing threads</h2>"));
+        assert!(html.contains("data-sweep=\"writing threads\""));
+        let sweep = std::fs::read_to_string(dir.path().join("sweep-00-fillsync.svg")).unwrap();
+        assert!(sweep.contains("fillsync against writing threads"));
+        assert!(sweep.contains("\nstrata\n") && sweep.contains("\nleveldb\n"));
+        // p99 per phase, for every engine.
+        assert!(html.contains("<h2>Latency</h2>"));
+        assert!(
+            html.contains("<td>90.00 / 600</td>"),
+            "p50 / p99 of leveldb"
+        );
     }
 
     #[test]
