@@ -5,7 +5,7 @@ CARGO ?= cargo
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 
-.PHONY: libleveldb test bench bench-full bench-yardstick leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
+.PHONY: libleveldb test bench bench-full bench-yardstick bench-group-commit bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
 test: deps
 	$(CARGO) fmt --all --check
@@ -22,8 +22,13 @@ libleveldb: deps
 # The main job: LevelDB's benchmark page (the baseline suite) on Strata and every peer,
 # one round (about 31 minutes here; random reads stop after 10 s per engine, see
 # docs/bench.md), then the report page in bench-report/index.html.
+# RocksDB is a release build for this CPU (scripts/build-rocksdb-release.sh: about 20
+# minutes the first time, then kept in target/rocksdb-native/).
+BENCH_BUILD = scripts/build-rocksdb-release.sh >/dev/null && \
+	STRATA_BENCH_ROCKSDB_DIR=$(CURDIR)/target/rocksdb-native $(CARGO) build --release -p strata-bench
+
 bench: deps
-	$(CARGO) build --release -p strata-bench
+	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
 	./target/release/strata-bench --suite baseline --engines=all --read_budget=10 --json bench-report/baseline.json | tee bench-report/baseline.txt
@@ -31,11 +36,43 @@ bench: deps
 
 # Three interleaved rounds, medians reported (about 1 h 45 min here).
 bench-full: deps
-	$(CARGO) build --release -p strata-bench
+	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
 	./target/release/strata-bench --suite baseline --engines=all --repeats=3 --read_budget=10 --json bench-report/baseline-full.json | tee bench-report/baseline-full.txt
 	./target/release/strata-bench report bench-report/baseline-full.json --out bench-report/full
+
+# The other pages (docs/bench.md, "The other suites"), each into bench-report/PAGE/:
+# group commit (5 rounds, 3 s a group: about 20 minutes), read-while-writing (3 rounds,
+# 5 s phases: about 40 minutes), value sizes (every engine, one round: about 40 minutes)
+# and scale (NUM entries, Strata and LevelDB's own db_bench; run once per size, then
+# `strata-bench report` over the JSON files draws them together).
+bench-group-commit: deps
+	$(BENCH_BUILD)
+	mkdir -p bench-report
+	./target/release/strata-bench --suite group-commit --engines=strata,leveldb,rocksdb,sqlite3-wal,wiredtiger-lsm,wiredtiger-btree --repeats=5 --duration=3 --json bench-report/group-commit.json | tee bench-report/group-commit.txt
+	./target/release/strata-bench report bench-report/group-commit.json --out bench-report/group-commit
+
+bench-readwhilewriting: deps
+	$(BENCH_BUILD)
+	mkdir -p bench-report
+	./target/release/strata-bench --suite readwhilewriting --engines=strata,leveldb,rocksdb,wiredtiger-lsm,wiredtiger-btree,fjall --repeats=3 --duration=5 --json bench-report/readwhilewriting.json | tee bench-report/readwhilewriting.txt
+	./target/release/strata-bench report bench-report/readwhilewriting.json --out bench-report/readwhilewriting
+
+bench-value-sizes: deps
+	$(BENCH_BUILD)
+	scripts/build-leveldb-dbbench.sh >/dev/null
+	mkdir -p bench-report
+	./target/release/strata-bench --suite value-sizes --engines=all --read_budget=10 --json bench-report/value-sizes.json | tee bench-report/value-sizes.txt
+	./target/release/strata-bench report bench-report/value-sizes.json --out bench-report/value-sizes
+
+NUM ?= 10000000
+bench-scale: deps
+	$(BENCH_BUILD)
+	scripts/build-leveldb-dbbench.sh >/dev/null
+	mkdir -p bench-report
+	./target/release/strata-bench --suite scale --num=$(NUM) --engines=strata,leveldb-dbbench --read_budget=10 --json bench-report/scale-$(NUM).json | tee bench-report/scale-$(NUM).txt
+	./target/release/strata-bench report bench-report/scale-*.json --out bench-report/scale
 
 # The yardstick: Strata against LevelDB's own release db_bench on the baseline suite,
 # alternating back to back ROUNDS times (default 5); the summary gives the median of the

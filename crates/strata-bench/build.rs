@@ -18,9 +18,11 @@ fn main() {
     }
 }
 
-/// RocksDB: the release library `scripts/fetch-rocksdb-release.sh` put in
-/// `$STRATA_BENCH_ROCKSDB_DIR` when that is set (found at run time through the binary's
-/// rpath), otherwise Debian's `librocksdb`. The peer reports which (`STRATA_ROCKSDB_BUILD`).
+/// RocksDB: a release library in `$STRATA_BENCH_ROCKSDB_DIR` when that is set (found at
+/// run time through the binary's rpath): `librocksdb.so`, built here for this CPU by
+/// `scripts/build-rocksdb-release.sh`, or the portable one `scripts/fetch-rocksdb-release.sh`
+/// takes out of Maven's jar; otherwise Debian's `librocksdb`. The peer reports which
+/// (`STRATA_ROCKSDB_BUILD`).
 fn link_rocksdb() {
     println!("cargo:rerun-if-env-changed=STRATA_BENCH_ROCKSDB_DIR");
     match std::env::var("STRATA_BENCH_ROCKSDB_DIR") {
@@ -31,7 +33,11 @@ fn link_rocksdb() {
                 .map(|s| s.lines().collect::<Vec<_>>().join("; "))
                 .unwrap_or_else(|_| format!("release library from {dir}"));
             println!("cargo:rustc-link-search=native={dir}");
-            println!("cargo:rustc-link-lib=dylib:+verbatim=librocksdbjni-linux64.so");
+            if std::path::Path::new(&dir).join("librocksdb.so").exists() {
+                println!("cargo:rustc-link-lib=dylib=rocksdb");
+            } else {
+                println!("cargo:rustc-link-lib=dylib:+verbatim=librocksdbjni-linux64.so");
+            }
             println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
             println!("cargo:rustc-env=STRATA_ROCKSDB_BUILD={build}");
         }
