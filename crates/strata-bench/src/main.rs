@@ -204,6 +204,8 @@ fn run(flags: &Flags) -> Result<()> {
     };
     let rounds = flags.repeats.max(1);
     let mut failures = 0usize;
+    let home = suite::homes(&groups);
+    let last_in_home = |gi: usize| home.iter().rposition(|h| *h == home[gi]) == Some(gi);
     // Round by round, group by group, engine by engine: every engine meets the machine in
     // the same state of noise as often as the others.
     for round in 0..rounds {
@@ -216,14 +218,14 @@ fn run(flags: &Flags) -> Result<()> {
                 let dir = if flags.db.is_some() && groups.len() == 1 {
                     base.join(column.name())
                 } else {
-                    base.join(format!("{}-{gi}", column.name()))
+                    base.join(format!("{}-{}", column.name(), home[gi]))
                 };
                 let outcome = match column {
                     Column::Engine(kind) => run_engine_group(*kind, g, dir.clone())?,
                     Column::DbBench(program) => run_program_group(program, g, &dir),
                 };
                 failures += outcome.failures;
-                if temp.is_some() && !g.flags.use_existing_db {
+                if temp.is_some() && last_in_home(gi) {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
                 doc.runs.push(EngineRun {

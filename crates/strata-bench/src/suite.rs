@@ -83,6 +83,22 @@ pub fn groups(flags: &Flags) -> Result<Vec<Group>> {
     }
 }
 
+/// Per group, the group whose database directory it runs in: its own, or for a group that
+/// reads what an earlier one built (`use_existing_db`, as the read-while-writing phases
+/// after their load) that group's. A directory is removed after the last group in it.
+pub fn homes(groups: &[Group]) -> Vec<usize> {
+    groups
+        .iter()
+        .enumerate()
+        .scan(0, |built, (gi, g)| {
+            if !g.flags.use_existing_db {
+                *built = gi;
+            }
+            Some(*built)
+        })
+        .collect()
+}
+
 /// The LevelDB page: sections 1, 2A-2E, 3A-3B. 4 MB of memory (4 MB write buffer and
 /// 4 MB cache, as the peers were measured here), 100-byte values compressible to half.
 fn baseline(flags: &Flags) -> Result<Vec<Group>> {
@@ -295,4 +311,44 @@ fn scale(flags: &Flags) -> Result<Vec<Group>> {
         )?
         .swept("entries", flags.num as f64),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn suite(name: &str) -> Vec<Group> {
+        let flags = Flags::parse_from(["strata-bench", &format!("--suite={name}")]);
+        groups(&flags).unwrap()
+    }
+
+    #[test]
+    fn read_while_writing_phases_read_the_loaded_database() {
+        let g = suite("readwhilewriting");
+        assert_eq!(g.len(), 9, "a load and eight phases");
+        assert!(homes(&g).iter().all(|h| *h == 0), "{:?}", homes(&g));
+        // Every baseline group builds its own.
+        let b = suite("baseline");
+        assert_eq!(homes(&b), (0..b.len()).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn swept_suites_say_where_each_group_sits() {
+        let v: Vec<f64> = suite("value-sizes")
+            .iter()
+            .map(|g| g.sweep.as_ref().unwrap().value)
+            .collect();
+        assert_eq!(
+            v,
+            [100.0, 1024.0, 102_400.0, 262_144.0, 524_288.0, 1_048_576.0]
+        );
+        let gc = suite("group-commit");
+        assert!(
+            gc[0].sweep.is_none(),
+            "the disk's ceiling is no point of the sweep"
+        );
+        let threads: Vec<usize> = gc[1..].iter().map(|g| g.specs[0].threads).collect();
+        assert_eq!(threads, [1, 2, 4, 8, 16]);
+    }
 }
