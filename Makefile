@@ -84,7 +84,7 @@ bench-yardstick: deps
 	$(CARGO) build --release -p strata-bench --no-default-features --target-dir target/strata-only
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
-	./target/strata-only/release/strata-bench --suite baseline --engines=strata,leveldb-dbbench --repeats=$(ROUNDS) --read_budget=10 --json bench-report/yardstick.json | tee bench-report/yardstick.txt
+	STRATA_BENCH_DBBENCH=$(CURDIR)/target/leveldb-dbbench/db_bench ./target/strata-only/release/strata-bench --suite baseline --engines=strata,leveldb-dbbench --repeats=$(ROUNDS) --read_budget=10 --json bench-report/yardstick.json | tee bench-report/yardstick.txt
 
 # The LevelDB page's own programs (LevelDB 1.23's db_bench, db_bench_sqlite3 and
 # db_bench_tree_db; release builds) for the *-dbbench columns.

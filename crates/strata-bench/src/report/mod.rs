@@ -414,6 +414,12 @@ impl<'a> Page<'a> {
         let doc = &self.docs[0];
         let title = match doc.suite.as_deref() {
             Some("baseline") => "LevelDB's benchmark page, redrawn on this machine".to_string(),
+            Some("readwhilewriting") => {
+                "WiredTiger's read-while-writing page, redrawn on this machine".to_string()
+            }
+            Some("value-sizes") => "KingDB's value-size page, redrawn on this machine".to_string(),
+            Some("scale") => "LevelDB at scale, redrawn on this machine".to_string(),
+            Some("group-commit") => "Group commit: synced writes from many threads".to_string(),
             Some(s) => format!("strata-bench: the {s} suite"),
             None => "strata-bench results".to_string(),
         };
