@@ -95,14 +95,18 @@ pub fn thousands(v: f64) -> String {
     out
 }
 
-/// An axis tick: `2.5M`, `300k`, `40`.
+/// An axis tick: `2.5M`, `300k`, `40`, `2.5`, `0.25`.
 fn short(v: f64) -> String {
     if v >= 1e6 {
         format!("{:.1}M", v / 1e6)
     } else if v >= 1e3 {
         format!("{:.0}k", v / 1e3)
-    } else {
+    } else if v >= 10.0 || v == 0.0 {
         format!("{v:.0}")
+    } else if v >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
     }
 }
 
@@ -469,6 +473,9 @@ mod tests {
         assert_eq!(thousands(1000.0), "1,000");
         assert_eq!(short(2_500_000.0), "2.5M");
         assert_eq!(short(300_000.0), "300k");
+        assert_eq!(short(2.5), "2.5");
+        assert_eq!(short(0.25), "0.25");
+        assert_eq!(short(0.0), "0");
     }
 
     #[test]

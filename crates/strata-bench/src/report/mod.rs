@@ -132,13 +132,23 @@ impl<'a> Page<'a> {
                 "the files come from different suites ({suites:?}); draw them one suite at a time"
             );
         }
-        // Pooled runs: repeats of every file count as rounds of one run.
+        // Pooled runs: repeats of every file count as rounds of one run. Groups are told
+        // apart by their labels: files of one suite at different sizes (the scale page,
+        // one file per size) hold different groups under the same position.
         let mut runs = Vec::new();
         let mut engines: Vec<String> = Vec::new();
+        let mut labels: Vec<String> = Vec::new();
         for (i, d) in docs.iter().enumerate() {
             for r in &d.runs {
                 let mut r = r.clone();
                 r.round += i * 1000;
+                r.group_index = match labels.iter().position(|l| *l == r.group) {
+                    Some(gi) => gi,
+                    None => {
+                        labels.push(r.group.clone());
+                        labels.len() - 1
+                    }
+                };
                 if !engines.contains(&r.engine) {
                     engines.push(r.engine.clone());
                 }
@@ -1161,6 +1171,40 @@ mod tests {
         assert!(
             html.contains("<td>90.00 / 600</td>"),
             "p50 / p99 of leveldb"
+        );
+    }
+
+    #[test]
+    fn files_of_different_sizes_stay_apart() {
+        // The scale page: one file per size, each holding its group at position 0.
+        let mut docs = Vec::new();
+        for (n, micros) in [(1_000_000u64, 1.0), (10_000_000, 1.5)] {
+            let mut d = sample_page_docs(1).remove(0);
+            d.suite = Some("scale".into());
+            d.runs = vec![crate::results::sample_run(
+                "strata",
+                0,
+                &[("fillrandom", micros)],
+            )];
+            d.runs[0].group = format!("scale {n}");
+            d.runs[0].sweep = Some(crate::results::Sweep {
+                axis: "entries".into(),
+                value: n as f64,
+            });
+            docs.push(d);
+        }
+        let page = Page::new(&docs, &[PathBuf::from("a.json"), PathBuf::from("b.json")]).unwrap();
+        let medians: Vec<(String, f64)> = page
+            .rows
+            .iter()
+            .map(|r| (r.group.clone(), r.median_micros["strata"]))
+            .collect();
+        assert_eq!(
+            medians,
+            [
+                ("scale 1000000".to_string(), 1.0),
+                ("scale 10000000".to_string(), 1.5)
+            ]
         );
     }
 
