@@ -5,7 +5,7 @@
 # instructions), with Snappy, as a shared library exporting RocksDB's C API.
 #
 # The source is RocksDB 10.4.2 as the `librocksdb-sys` crate (0.17.3) ships it, fetched
-# by cargo from crates.io (no git needed). About 20 minutes on 2 cores, once: the result
+# by cargo from crates.io (no git needed). 12-20 minutes on 2 cores, once: the result
 # is kept in OUT and reused while BUILD_INFO names this version.
 #
 # Usage: scripts/build-rocksdb-release.sh [OUT]   (default OUT: target/rocksdb-native)
