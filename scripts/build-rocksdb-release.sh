@@ -64,13 +64,8 @@ ln -sf "$lib" "$out/librocksdb.so"
 soname=$(objdump -p "$out/$lib" | awk '/SONAME/ {print $2}')
 ln -sf "$lib" "$out/$soname"
 # Every C function strata-bench's RocksDB peer declares must be exported.
-missing=$(grep -oE 'fn rocksdb_[a-z0-9_]+' "$root/crates/strata-bench/src/peers/rocksdb.rs" \
-  | awk '{print $2}' | sort -u \
-  | comm -23 - <(nm -D --defined-only "$out/$lib" | awk '{print $3}' | sort -u))
-if [ -n "$missing" ]; then
-  echo "the library lacks: $missing" >&2
-  exit 1
-fi
+source "$(dirname "$0")/rocksdb-exports.sh"
+check_rocksdb_exports "$root" "$out/$lib"
 # What the build used: RocksDB's Makefile at DEBUG_LEVEL=0 compiles with -O2 -DNDEBUG;
 # make_config.mk holds what build_detect_platform found (-march=native for PORTABLE=0).
 found=$(grep -oE -- '-march=native|-DSNAPPY' "$build/make_config.mk" | sort -u | tr '\n' ' ')

@@ -27,13 +27,8 @@ mvn -q -B -Dstyle.color=never dependency:copy "-Dartifact=org.rocksdb:rocksdbjni
 unzip -q -o "$out/rocksdbjni-$version-linux64.jar" "$lib" -d "$out"
 rm "$out/rocksdbjni-$version-linux64.jar"
 # Every C function strata-bench's RocksDB peer declares must be exported.
-missing=$(grep -oE 'fn rocksdb_[a-z0-9_]+' "$root/crates/strata-bench/src/peers/rocksdb.rs" \
-  | awk '{print $2}' | sort -u \
-  | comm -23 - <(nm -D --defined-only "$out/$lib" | awk '{print $3}' | sort -u))
-if [ -n "$missing" ]; then
-  echo "the release library lacks: $missing" >&2
-  exit 1
-fi
+source "$(dirname "$0")/rocksdb-exports.sh"
+check_rocksdb_exports "$root" "$out/$lib"
 {
   echo "RocksDB $version release (Maven org.rocksdb:rocksdbjni:$version:linux64)"
   echo "built by the RocksDB project: NDEBUG, optimised, Snappy/LZ4/ZSTD; C API"

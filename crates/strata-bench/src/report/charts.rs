@@ -291,59 +291,13 @@ pub struct Line {
 
 /// A line chart of throughput over time, one line per engine.
 pub fn lines(title: &str, y_desc: &str, lines: &[Line]) -> Result<String> {
-    let xmax = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.0))
-        .fold(0.0f64, f64::max)
-        .max(1.0);
-    let ymax = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .fold(0.0f64, f64::max)
-        .max(1.0)
-        * 1.1;
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, (860, 340)).into_drawing_area();
-        root.fill(&WHITE).map_err(draw_err)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 17).into_font().color(&INK))
-            .margin(10)
-            .x_label_area_size(34)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(draw_err)?;
-        chart
-            .configure_mesh()
-            .light_line_style(RGBColor(0xee, 0xee, 0xee))
-            .x_desc("seconds")
-            .y_desc(y_desc)
-            .y_label_formatter(&|y: &f64| short(*y))
-            .draw()
-            .map_err(draw_err)?;
-        for (i, l) in lines.iter().enumerate() {
-            let color = LINES[i % LINES.len()];
-            chart
-                .draw_series(LineSeries::new(
-                    l.points.iter().copied(),
-                    color.stroke_width(2),
-                ))
-                .map_err(draw_err)?
-                .label(l.engine.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(MUTED)
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(draw_err)?;
-        root.present().map_err(draw_err)?;
-    }
-    Ok(svg)
+    let axes = SweepAxes {
+        x_desc: "seconds",
+        y_desc,
+        log_x: false,
+        time: true,
+    };
+    sweep(title, &axes, lines, None)
 }
 
 /// The axes of a sweep chart: what varies along x and what is drawn on y.
@@ -354,10 +308,13 @@ pub struct SweepAxes<'a> {
     pub y_desc: &'a str,
     /// A logarithmic x axis (the swept values span decades).
     pub log_x: bool,
+    /// A time series: x from zero, no marker at every point (there is one a second).
+    pub time: bool,
 }
 
-/// A line chart of one benchmark against a swept setting, one line (with a marker at each
-/// measured point) per engine; a dashed horizontal line at `reference` when given.
+/// A line chart of one benchmark against a swept setting (or of a series against time),
+/// one line (with a marker at each measured point) per engine; a dashed horizontal line at
+/// `reference` when given.
 pub fn sweep(
     title: &str,
     axes: &SweepAxes,
@@ -370,7 +327,9 @@ pub fn sweep(
         xs().fold(f64::INFINITY, f64::min),
         xs().fold(f64::NEG_INFINITY, f64::max),
     );
-    let (lo, hi) = if lo.is_finite() && hi > lo {
+    let (lo, hi) = if axes.time {
+        (0.0, hi.max(1.0))
+    } else if lo.is_finite() && hi > lo {
         let pad = (hi - lo) * 0.05;
         (lo - pad, hi + pad)
     } else {
@@ -417,9 +376,11 @@ pub fn sweep(
                 .legend(move |(x, y)| {
                     PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
                 });
-            chart
-                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
-                .map_err(draw_err)?;
+            if !axes.time {
+                chart
+                    .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                    .map_err(draw_err)?;
+            }
         }
         if let Some(r) = reference {
             chart

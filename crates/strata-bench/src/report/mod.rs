@@ -703,6 +703,7 @@ impl<'a> Page<'a> {
                 "operations per second"
             },
             log_x: hi / lo >= 20,
+            time: false,
         };
         let _ = write!(h, "<section id=\"sweep\"><h2>Against {}</h2>", esc(axis));
         for (n, ((_, title), engines)) in cells.iter().enumerate() {
