@@ -19,7 +19,7 @@ const AHEAD: RGBColor = RGBColor(0x1e, 0x84, 0x49);
 const BEHIND: RGBColor = RGBColor(0xb0, 0x3a, 0x2e);
 
 /// Line colours of the series charts, one per engine in order.
-const LINES: [RGBColor; 10] = [
+const LINES: [RGBColor; 16] = [
     STRATA,
     RGBColor(0x1f, 0x77, 0xb4),
     RGBColor(0xff, 0x7f, 0x0e),
@@ -30,6 +30,12 @@ const LINES: [RGBColor; 10] = [
     RGBColor(0x7f, 0x7f, 0x7f),
     RGBColor(0xbc, 0xbd, 0x22),
     RGBColor(0x17, 0xbe, 0xcf),
+    RGBColor(0x39, 0x3b, 0x79),
+    RGBColor(0x63, 0x79, 0x39),
+    RGBColor(0x8c, 0x6d, 0x31),
+    RGBColor(0x84, 0x3c, 0x39),
+    RGBColor(0x7b, 0x41, 0x73),
+    RGBColor(0x00, 0x00, 0x00),
 ];
 
 /// What one bar of a workload's chart shows.
@@ -335,13 +341,26 @@ pub fn sweep(
     } else {
         (0.0, 1.0)
     };
-    let ymax = lines
-        .iter()
-        .flat_map(|l| l.points.iter().map(|p| p.1))
-        .chain(reference.map(|r| r.value))
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.12;
+    // Figures spanning 100x or more (ops/s from 100-byte to 1 MB values) on a log axis,
+    // so the small ones are not flat on the floor.
+    let ys = || {
+        lines
+            .iter()
+            .flat_map(|l| l.points.iter().map(|p| p.1))
+            .chain(reference.map(|r| r.value))
+            .filter(|y| *y > 0.0)
+    };
+    let (ylo, yhi) = (
+        ys().fold(f64::INFINITY, f64::min),
+        ys().fold(0.0f64, f64::max),
+    );
+    let log_y = !axes.time && ylo.is_finite() && yhi / ylo >= 100.0;
+    let fy = move |y: f64| if log_y { y.max(1e-9).log10() } else { y };
+    let (ymin, ymax) = if log_y {
+        (fy(ylo).floor(), fy(yhi) + 0.1)
+    } else {
+        (0.0, yhi.max(1e-9) * 1.12)
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (860, 380)).into_drawing_area();
@@ -351,7 +370,7 @@ pub fn sweep(
             .margin(10)
             .x_label_area_size(36)
             .y_label_area_size(64)
-            .build_cartesian_2d(lo..hi, 0f64..ymax)
+            .build_cartesian_2d(lo..hi, ymin..ymax)
             .map_err(draw_err)?;
         let log_x = axes.log_x;
         chart
@@ -360,12 +379,12 @@ pub fn sweep(
             .x_desc(axes.x_desc)
             .y_desc(axes.y_desc)
             .x_label_formatter(&|x: &f64| short(if log_x { 10f64.powf(*x) } else { *x }))
-            .y_label_formatter(&|y: &f64| short(*y))
+            .y_label_formatter(&|y: &f64| short(if log_y { 10f64.powf(*y) } else { *y }))
             .draw()
             .map_err(draw_err)?;
         for (i, l) in lines.iter().enumerate() {
             let color = LINES[i % LINES.len()];
-            let points: Vec<(f64, f64)> = l.points.iter().map(|p| (fx(p.0), p.1)).collect();
+            let points: Vec<(f64, f64)> = l.points.iter().map(|p| (fx(p.0), fy(p.1))).collect();
             chart
                 .draw_series(LineSeries::new(
                     points.iter().copied(),
@@ -385,7 +404,7 @@ pub fn sweep(
         if let Some(r) = reference {
             chart
                 .draw_series(DashedLineSeries::new(
-                    [(lo, r.value), (hi, r.value)],
+                    [(lo, fy(r.value)), (hi, fy(r.value))],
                     6,
                     4,
                     INK.stroke_width(1),
@@ -394,7 +413,7 @@ pub fn sweep(
             chart
                 .draw_series(std::iter::once(Text::new(
                     format!("{}: {}", r.label, short(r.value)),
-                    (lo, r.value),
+                    (lo, fy(r.value)),
                     ("sans-serif", 11)
                         .into_font()
                         .color(&INK)
