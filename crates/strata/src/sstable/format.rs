@@ -238,10 +238,6 @@ fn check_trailer(file_name: &str, handle: BlockHandle, stored: &[u8]) -> Result<
     Ok(())
 }
 
-/// The block at `handle` as bytes of the mapped `file`, read in place, its trailer
-/// checked when `verify_checksum`: `Ok(None)` when the file is not mapped, the block is
-/// compressed or its handle runs past the map (a caller then reads it with
-/// [`read_block_into`], which says what is wrong).
 /// Reads one byte of every cache line of `bytes`: independent loads the CPU overlaps, so a
 /// walk over them that follows (a decoder, a block's search) finds them in the cache
 /// instead of meeting each miss in turn.
@@ -254,6 +250,10 @@ pub fn touch_lines(bytes: &[u8]) {
     std::hint::black_box(acc);
 }
 
+/// The block at `handle` as bytes of the mapped `file`, read in place, its trailer
+/// checked when `verify_checksum`: `Ok(None)` when the file is not mapped, the block is
+/// compressed or its handle runs past the map (a caller then reads it with
+/// [`read_block_into`], which says what is wrong).
 pub fn read_block_in_place(
     file: &dyn RandomAccessFile,
     file_name: &str,

@@ -286,9 +286,13 @@ impl Table {
         check: bool,
     ) -> Result<Arc<Block>> {
         // A cached block; else a buffer the cache let go of, if it has one (no allocation,
-        // no zeroing), when the block is to be cached (BC6).
+        // no zeroing), when the block is to be cached (BC6). Only verified blocks are
+        // shared: a later reader that asks for verification must not be handed bytes
+        // nobody checked (checked now, or before: T4), so reads that do not verify only
+        // look.
+        let cacheable = reads.fill_cache && reads.verify_checksums;
         let (buffer, admit) = match &self.cache {
-            Some((cache, id)) if reads.fill_cache => match cache.probe(*id, handle.offset) {
+            Some((cache, id)) if cacheable => match cache.probe(*id, handle.offset) {
                 Probe::Hit(block) => return Ok(block),
                 Probe::Admit(buffer) => (buffer, true),
                 Probe::Pass => (Vec::new(), false),
@@ -310,12 +314,7 @@ impl Table {
         let block = Self::decode_block(&self.order, data)
             .map(Arc::new)
             .map_err(|e| e.located(&self.name, handle.offset))?;
-        // Only verified blocks are shared: a later reader that asks for verification
-        // must not be handed bytes nobody checked (checked now, or before: T4).
-        if reads.verify_checksums
-            && admit
-            && let Some((cache, id)) = &self.cache
-        {
+        if admit && let Some((cache, id)) = &self.cache {
             cache.insert(*id, handle.offset, Arc::clone(&block));
         }
         Ok(block)
