@@ -194,13 +194,7 @@ impl<'a> Page<'a> {
                 .runs
                 .iter()
                 .find(|r| r.engine == *e && r.group_index == group_index && r.round == round)?;
-            let res = run
-                .results
-                .iter()
-                .enumerate()
-                .find(|(i, x)| x.position.unwrap_or(*i) == index)
-                .map(|(_, x)| x)?;
-            Some((e, res))
+            Some((e, result_at(run, index)?))
         })
     }
 
@@ -296,13 +290,7 @@ impl<'a> Page<'a> {
             .runs
             .iter()
             .filter(|r| r.engine == engine && r.group == row.group)
-            .filter_map(|r| {
-                r.results
-                    .iter()
-                    .enumerate()
-                    .find(|(i, x)| x.position.unwrap_or(*i) == row.index)
-                    .map(|(_, x)| x)
-            })
+            .filter_map(|r| result_at(r, row.index))
             .filter(|x| x.threads > 1)
             .map(|x| x.ops_per_sec)
             .collect();
@@ -748,10 +736,9 @@ impl<'a> Page<'a> {
         let mut rows: Vec<(usize, usize, String)> = Vec::new();
         for run in self.runs.iter().filter(|r| r.round == first) {
             for (i, res) in run.results.iter().enumerate() {
-                let key = (run.group_index, res.position.unwrap_or(i), String::new());
-                if res.latency_us.is_some() && !rows.iter().any(|r| (r.0, r.1) == (key.0, key.1)) {
-                    let label = format!("{} {}", run.group, res.name);
-                    rows.push((key.0, key.1, label));
+                let (gi, pos) = (run.group_index, res.position.unwrap_or(i));
+                if res.latency_us.is_some() && !rows.iter().any(|r| (r.0, r.1) == (gi, pos)) {
+                    rows.push((gi, pos, format!("{} {}", run.group, res.name)));
                 }
             }
         }
@@ -771,19 +758,9 @@ impl<'a> Page<'a> {
         h.push_str("</tr></thead><tbody>");
         for (gi, pos, label) in &rows {
             let _ = write!(h, "<tr><td>{}</td>", esc(label));
+            let found: BTreeMap<&String, &BenchResult> = self.first_results(*gi, *pos).collect();
             for e in &engines {
-                let p = self
-                    .runs
-                    .iter()
-                    .find(|r| r.engine == **e && r.group_index == *gi && r.round == first)
-                    .and_then(|r| {
-                        r.results
-                            .iter()
-                            .enumerate()
-                            .find(|(i, x)| x.position.unwrap_or(*i) == *pos)
-                    })
-                    .and_then(|(_, x)| x.latency_us.clone());
-                match p {
+                match found.get(e).and_then(|x| x.latency_us.as_ref()) {
                     Some(p) => {
                         let _ = write!(h, "<td>{} / {}</td>", micros(p.p50), micros(p.p99));
                     }
@@ -921,6 +898,16 @@ impl<'a> Page<'a> {
             esc(doc.commit.as_deref().unwrap_or("unknown"))
         );
     }
+}
+
+/// The result of `run` at position `index` of its group (results of older files carry no
+/// position: their place in the list is it).
+fn result_at(run: &EngineRun, index: usize) -> Option<&BenchResult> {
+    run.results
+        .iter()
+        .enumerate()
+        .find(|(i, x)| x.position.unwrap_or(*i) == index)
+        .map(|(_, x)| x)
 }
 
 fn display_name(p: &Path) -> String {
