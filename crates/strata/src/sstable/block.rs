@@ -50,6 +50,11 @@ pub struct Block {
     /// user key shares, 8 to a word (zero-padded).
     fences: Vec<u64>,
     fence_skip: usize,
+    /// The block is kept (cached, or a table's index) and sought long after it was read,
+    /// when its lines have likely left the CPU's caches: a seek touches its restart
+    /// region first. A block read for one lookup is in the caches already (just decoded)
+    /// or was touched whole (read in place), and is not touched again.
+    kept: bool,
 }
 
 /// A block's bytes: its own (read, uncompressed or copied out), or a range of a mapped
@@ -149,6 +154,7 @@ impl Block {
             num_restarts,
             fences: Vec::new(),
             fence_skip: 0,
+            kept: false,
         };
         let mut previous = 0;
         for i in 0..num_restarts {
@@ -171,8 +177,19 @@ impl Block {
     /// every restart key is undamaged. Only for blocks of internal keys whose user keys
     /// are ordered bytewise: a seek uses the fences only under such an order.
     pub fn with_fences(data: Vec<u8>) -> Result<Self> {
+        Block::kept(data, true)
+    }
+
+    /// [`Block::new`] for a block that is kept and sought many times (the block cache, a
+    /// table's index): fences when `fences` (as [`Block::with_fences`]), and a seek
+    /// touches the lines it is about to read first. Fences cost a pass over the restart
+    /// keys, which a block read for one lookup would not earn back.
+    pub fn kept(data: Vec<u8>, fences: bool) -> Result<Self> {
         let mut block = Block::new(data)?;
-        block.build_fences();
+        if fences {
+            block.build_fences();
+        }
+        block.kept = true;
         Ok(block)
     }
 
@@ -492,7 +509,9 @@ impl<O: Comparator + Clone> Cursor for BlockIter<O> {
             }
         }
         self.seek_to_restart_point(left);
-        self.block.touch_region(left);
+        if self.block.kept {
+            self.block.touch_region(left);
+        }
         while self.parse_next_key() {
             if self.order.compare(&self.key, target) != Ordering::Less {
                 return;
@@ -727,8 +746,13 @@ mod tests {
             }
             let bytes = b.finish().to_vec();
             let plain = Arc::new(Block::new(bytes.clone()).unwrap());
-            let fenced = Arc::new(Block::with_fences(bytes).unwrap());
+            let fenced = Arc::new(Block::with_fences(bytes.clone()).unwrap());
             prop_assert_eq!(fenced.fences.is_empty(), plain.num_restarts < 2);
+            // A block read for one use has neither fences nor touches; a kept one
+            // without fences (another order) touches only.
+            let kept = Block::kept(bytes, false).unwrap();
+            prop_assert!(!plain.kept && plain.fences.is_empty());
+            prop_assert!(fenced.kept && kept.kept && kept.fences.is_empty());
             let order = crate::comparator::InternalBytewise;
             let mut targets: Vec<Vec<u8>> = es.iter().map(|(k, _)| k.clone()).collect();
             for (user, seq) in probes {
