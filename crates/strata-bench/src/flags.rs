@@ -142,6 +142,23 @@ pub struct Flags {
     /// medians.
     #[arg(long, default_value_t = 1)]
     pub repeats: usize,
+    /// Run each group of an engine this harness drives in a process of its own, as
+    /// LevelDB's db_bench runs, so what one group leaves in memory is not charged to the
+    /// next one's peak RSS (0: every group in this process).
+    #[arg(long = "process_per_group", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub process_per_group: bool,
+    /// Set by the harness for its child process: the one group (by index) to run.
+    #[arg(long = "child_group", hide = true, requires_all = ["child_engine", "child_dir", "child_out"])]
+    pub child_group: Option<usize>,
+    /// The child's engine.
+    #[arg(long = "child_engine", hide = true)]
+    pub child_engine: Option<String>,
+    /// The child's database directory.
+    #[arg(long = "child_dir", hide = true)]
+    pub child_dir: Option<PathBuf>,
+    /// Where the child writes what its group gave (JSON).
+    #[arg(long = "child_out", hide = true)]
+    pub child_out: Option<PathBuf>,
 }
 
 /// The message for a command line that does not parse: clap's error, then the usage.

@@ -3,6 +3,7 @@
 
 mod accounting;
 mod bench;
+mod child;
 mod dbbench;
 mod engine;
 mod flags;
@@ -163,6 +164,9 @@ fn header(column: &Column, f: &Flags, label: &str, machine: &accounting::Machine
 }
 
 fn run(flags: &Flags) -> Result<()> {
+    if let Some(gi) = flags.child_group {
+        return child::serve(flags, gi);
+    }
     let engines = select_engines(&flags.engines)?;
     let groups = suite::groups(flags)?;
     let temp = match &flags.db {
@@ -221,6 +225,9 @@ fn run(flags: &Flags) -> Result<()> {
                     base.join(format!("{}-{}", column.name(), home[gi]))
                 };
                 let outcome = match column {
+                    Column::Engine(kind) if flags.process_per_group => {
+                        child::run_group(kind.name(), gi, &dir)?
+                    }
                     Column::Engine(kind) => run_engine_group(*kind, g, dir.clone())?,
                     Column::DbBench(program) => run_program_group(program, g, &dir),
                 };
@@ -260,6 +267,7 @@ fn run(flags: &Flags) -> Result<()> {
 }
 
 /// What one column's run of one group gave.
+#[derive(serde::Serialize, serde::Deserialize)]
 struct GroupOutcome {
     results: Vec<results::BenchResult>,
     not_available: Vec<NotAvailable>,
