@@ -173,17 +173,12 @@ impl Block {
         Ok(block)
     }
 
-    /// [`Block::new`], with fences (T5) when the block has at least two restarts and
-    /// every restart key is undamaged. Only for blocks of internal keys whose user keys
-    /// are ordered bytewise: a seek uses the fences only under such an order.
-    pub fn with_fences(data: Vec<u8>) -> Result<Self> {
-        Block::kept(data, true)
-    }
-
     /// [`Block::new`] for a block that is kept and sought many times (the block cache, a
-    /// table's index): fences when `fences` (as [`Block::with_fences`]), and a seek
-    /// touches the lines it is about to read first. Fences cost a pass over the restart
-    /// keys, which a block read for one lookup would not earn back.
+    /// table's index): a seek touches the lines it is about to read first, and with
+    /// `fences` the block gets them (T5) when it has at least two restarts and every
+    /// restart key is undamaged. Fences only for blocks of internal keys whose user keys
+    /// are ordered bytewise: a seek uses them only under such an order. They cost a pass
+    /// over the restart keys, which a block read for one lookup would not earn back.
     pub fn kept(data: Vec<u8>, fences: bool) -> Result<Self> {
         let mut block = Block::new(data)?;
         if fences {
@@ -746,7 +741,7 @@ mod tests {
             }
             let bytes = b.finish().to_vec();
             let plain = Arc::new(Block::new(bytes.clone()).unwrap());
-            let fenced = Arc::new(Block::with_fences(bytes.clone()).unwrap());
+            let fenced = Arc::new(Block::kept(bytes.clone(), true).unwrap());
             prop_assert_eq!(fenced.fences.is_empty(), plain.num_restarts < 2);
             // A block read for one use has neither fences nor touches; a kept one
             // without fences (another order) touches only.
