@@ -45,8 +45,8 @@ bench-full: deps
 # The other pages (docs/bench.md, "The other suites"), each into bench-report/PAGE/:
 # group commit (5 rounds, 3 s a group: about 20 minutes), read-while-writing (3 rounds,
 # 5 s phases: about 40 minutes), value sizes (every engine, one round: about 40 minutes)
-# and scale (NUM entries, Strata and LevelDB's own db_bench; run once per size, then
-# `strata-bench report` over the JSON files draws them together).
+# and scale (NUM entries, Strata and LevelDB's own db_bench, paired rounds; run once per
+# size, then `strata-bench report` over the JSON files draws them together).
 bench-group-commit: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report
@@ -66,12 +66,17 @@ bench-value-sizes: deps
 	./target/release/strata-bench --suite value-sizes --engines=all --read_budget=10 --json bench-report/value-sizes.json | tee bench-report/value-sizes.txt
 	./target/release/strata-bench report bench-report/value-sizes.json --out bench-report/value-sizes
 
+# Scale rounds alternate the engines (SCALE_ROUNDS, default 3); each random read and scan
+# benchmark reads SCALE_READS keys on both engines. Interrupted, the same command goes on
+# where it stopped (--resume: the finished engine-rounds are kept in the JSON's journal).
 NUM ?= 10000000
+SCALE_ROUNDS ?= 3
+SCALE_READS ?= 10000000
 bench-scale: deps
 	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
-	./target/release/strata-bench --suite scale --num=$(NUM) --engines=strata,leveldb-dbbench --read_budget=10 --json bench-report/scale-$(NUM).json | tee bench-report/scale-$(NUM).txt
+	./target/release/strata-bench --suite scale --num=$(NUM) --engines=strata,leveldb-dbbench --repeats=$(SCALE_ROUNDS) --reads=$(SCALE_READS) --read_budget=0 --resume --json bench-report/scale-$(NUM).json | tee -a bench-report/scale-$(NUM).txt
 	./target/release/strata-bench report bench-report/scale-*.json --out bench-report/scale
 
 # The yardstick: Strata against LevelDB's own release db_bench on the baseline suite,

@@ -131,6 +131,11 @@ pub struct Flags {
     /// Write every figure, the settings and the machine to this JSON file.
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Go on with an interrupted run: the units (one engine, group and round) its journal
+    /// (`JSON.partial`, written as each finishes) holds are not run again. Needs the same
+    /// command line, with --json.
+    #[arg(long, requires = "json")]
+    pub resume: bool,
     /// Run a preset suite instead of --benchmarks: baseline, readwhilewriting,
     /// value-sizes, scale, group-commit (docs/bench.md).
     #[arg(long)]

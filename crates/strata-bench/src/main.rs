@@ -7,6 +7,7 @@ mod child;
 mod dbbench;
 mod engine;
 mod flags;
+mod journal;
 mod peers;
 mod report;
 mod results;
@@ -209,6 +210,11 @@ fn run(flags: &Flags) -> Result<()> {
     let rounds = flags.repeats.max(1);
     let mut failures = 0usize;
     let home = suite::homes(&groups);
+    let args: Vec<String> = std::env::args().collect();
+    let mut journaled = match &flags.json {
+        Some(json) if flags.resume => journal::load(json, &args, &home)?,
+        _ => Vec::new(),
+    };
     let last_in_home = |gi: usize| home.iter().rposition(|h| *h == home[gi]) == Some(gi);
     // Round by round, group by group, engine by engine: every engine meets the machine in
     // the same state of noise as often as the others.
@@ -224,6 +230,18 @@ fn run(flags: &Flags) -> Result<()> {
                 } else {
                     base.join(format!("{}-{}", column.name(), home[gi]))
                 };
+                if let Some(i) = journaled.iter().position(|r| {
+                    r.engine == column.name() && r.round == round && r.group_index == gi
+                }) {
+                    let run = journaled.swap_remove(i);
+                    println!("(from the journal of the interrupted run)");
+                    for r in &run.results {
+                        print_result(r)?;
+                    }
+                    doc.runs.push(run);
+                    println!();
+                    continue;
+                }
                 let outcome = match column {
                     Column::Engine(kind) if flags.process_per_group => {
                         child::run_group(kind.name(), gi, &dir)?
@@ -246,6 +264,9 @@ fn run(flags: &Flags) -> Result<()> {
                     not_available: outcome.not_available,
                     sweep: g.sweep.clone(),
                 });
+                if let Some(json) = &flags.json {
+                    journal::save(json, &doc)?;
+                }
                 println!();
             }
         }
@@ -258,6 +279,7 @@ fn run(flags: &Flags) -> Result<()> {
     if let Some(path) = &flags.json {
         let text = serde_json::to_string_pretty(&doc)?;
         std::fs::write(path, text).with_context(|| format!("write {}", path.display()))?;
+        journal::remove(path);
         eprintln!("results written to {}", path.display());
     }
     if failures > 0 {
