@@ -168,6 +168,36 @@ impl RandomAccessFile for MappedRead {
             end,
         })
     }
+
+    fn release(&self, offset: u64, len: u64) {
+        // Whole pages only: from the page `offset` lies on to the range's end (or the
+        // map's: the kernel rounds a length up to the page).
+        let page = rustix::param::page_size();
+        let Ok(start) = usize::try_from(offset) else {
+            return;
+        };
+        let end = usize::try_from(offset.saturating_add(len))
+            .unwrap_or(usize::MAX)
+            .min(self.map.len);
+        let start = start / page * page;
+        if start >= end {
+            return;
+        }
+        // SAFETY: `[start, end)` lies inside the mapping (R1: `end <= len`), and `start`
+        // is a multiple of the page size from the map's base, which `mmap` returned
+        // page-aligned. `MADV_DONTNEED` on a shared file mapping only drops this process's
+        // page-table entries for those pages: the next read of any of their bytes maps
+        // the same page-cache page again, with the same bytes (R2: nothing writes them),
+        // so every slice into the map that any thread holds stays valid and unchanged.
+        // A failure (it cannot fail on a valid range) only leaves the pages resident.
+        let _ = unsafe {
+            rustix::mm::madvise(
+                self.map.ptr.as_ptr().add(start).cast(),
+                end - start,
+                rustix::mm::Advice::LinuxDontNeed,
+            )
+        };
+    }
 }
 
 impl std::fmt::Debug for MappedRead {
@@ -207,6 +237,30 @@ mod tests {
         assert_eq!(m.read_at(u64::MAX, &mut buf).unwrap(), 0);
         assert_eq!(m.read_at(0, &mut buf).unwrap(), 100);
         assert_eq!(&buf[..], &data[..100]);
+    }
+
+    #[test]
+    fn released_pages_leave_the_resident_set_and_read_the_same_again() {
+        let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i % 253) as u8).collect();
+        let (dir, m) = mapped(&data);
+        let m = m.unwrap();
+        let path = dir.path().join("t.ldb");
+        crate::sstable::format::touch_lines(m.mapped().unwrap());
+        let all = crate::env::resident_kb(&path);
+        assert!(all >= 200, "every page touched: {all} kB resident");
+        // Part of the range: whole pages from the one 100,000 lies on to 150,000.
+        m.release(100_000, 50_000);
+        let part = crate::env::resident_kb(&path);
+        assert!(
+            part <= all - 40 && part >= all - 56,
+            "{all} kB -> {part} kB after releasing about 50 kB"
+        );
+        m.release(0, data.len() as u64);
+        assert_eq!(crate::env::resident_kb(&path), 0);
+        // The bytes are all still there, and a range past the end is ignored.
+        assert_eq!(m.mapped().unwrap(), &data[..]);
+        m.release(data.len() as u64 + 10, 100);
+        m.release(u64::MAX, u64::MAX);
     }
 
     #[test]

@@ -71,6 +71,14 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = (offset, len);
         None
     }
+    /// A hint that bytes `[offset, offset + len)` were copied out (a table's index and
+    /// filter at its open) and are not about to be read again: a mapped file lets the
+    /// pages they lie on leave the process's resident set. They stay in the page cache,
+    /// and a later read of them maps them again and sees the same bytes. Nothing by
+    /// default.
+    fn release(&self, offset: u64, len: u64) {
+        let _ = (offset, len);
+    }
 }
 
 /// A file written by appending (logs, manifests, tables).
@@ -185,4 +193,27 @@ impl RandomAccessFile for Vec<u8> {
         buf[..n].copy_from_slice(&src[..n]);
         Ok(n)
     }
+}
+
+/// Kilobytes of this process's resident set in its maps of `path` (`/proc/self/smaps`).
+#[cfg(test)]
+pub(crate) fn resident_kb(path: &Path) -> u64 {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap_or_default();
+    let name = path.to_string_lossy();
+    let mut ours = false;
+    let mut kb = 0;
+    for line in smaps.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            ours = line.ends_with(name.as_ref());
+        } else if ours && let Some(rest) = line.strip_prefix("Rss:") {
+            kb += rest
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .unwrap_or(0);
+        }
+    }
+    kb
 }

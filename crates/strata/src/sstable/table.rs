@@ -144,6 +144,12 @@ impl Table {
         if let Some(policy) = &format.filter {
             table.filter = table.read_filter(policy)?;
         }
+        // The footer, index and filter are copied out now, and nothing else was read: a
+        // mapped file need not keep any page of it in the resident set until a reader
+        // needs one (LevelDB's open keeps the footer's). The whole file, not only its
+        // tail: the kernel may have mapped more around each page the open read (fault-
+        // around, or all of a large page-cache folio).
+        table.file.release(0, size);
         Ok(table)
     }
 

@@ -188,6 +188,40 @@ fn block_cache_serves_repeated_reads() {
     );
 }
 
+/// Opening a mapped table copies its index and filter out of the map and leaves none of
+/// its pages in the process's resident set; a read maps its block again.
+#[test]
+fn a_mapped_table_opens_without_keeping_its_pages_resident() {
+    use crate::env::{DiskEnv, Env, resident_kb};
+    let dir = tempfile::tempdir().unwrap();
+    for compression in [Compression::None, Compression::Snappy] {
+        let bytes = build(20_000, options(compression, Some(10), 4096));
+        assert!(bytes.len() > 256 << 10, "{} bytes", bytes.len());
+        let path = dir.path().join(format!("{compression:?}.ldb"));
+        std::fs::write(&path, &bytes).unwrap();
+        // In the page cache, as a table just written is: the map would fault it in around
+        // every page read.
+        let _ = std::fs::read(&path).unwrap();
+        let file = DiskEnv::new().new_table_reader(&path).unwrap();
+        let t = Table::open(
+            file,
+            "r.ldb",
+            bytes.len() as u64,
+            &crate::sstable::TableFormat::leveldb(),
+        )
+        .unwrap();
+        assert!(t.has_filter());
+        assert_eq!(resident_kb(&path), 0, "{compression:?}: after the open");
+        let got = t
+            .get_version_pinned(&ikey(7_000, 1 << 40), BlockReads::CHECKED_CACHED)
+            .unwrap();
+        assert_eq!(&got.unwrap().1[..], &value(7_000)[..]);
+        // A read maps its pages again (as much as the kernel maps around them: up to a
+        // large folio's worth on this kernel, seen 256 kB to 1 MB).
+        assert!(resident_kb(&path) > 0, "{compression:?}: after a read");
+    }
+}
+
 /// A mapped table (the real filesystem): uncompressed blocks are read in place and never
 /// cached, Snappy blocks are uncompressed into the cache; damage is found either way.
 #[test]
