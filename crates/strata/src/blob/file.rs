@@ -22,8 +22,7 @@ pub fn record_header_len(key_len: usize, value_len: usize) -> usize {
         + crate::coding::varint_length(value_len as u64)
 }
 
-/// Bytes appended between two early writebacks (`WritableFile::start_writeback`).
-pub const WRITEBACK_EVERY: u64 = 1 << 20;
+use crate::env::WRITEBACK_EVERY;
 
 /// Appends records to blob file `number`. Not thread-safe: the write leader owns it.
 pub struct BlobWriter {

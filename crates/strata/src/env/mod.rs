@@ -81,6 +81,10 @@ pub trait RandomAccessFile: Send + Sync {
     }
 }
 
+/// Bytes a blob file or a table appends between two early writebacks
+/// ([`WritableFile::start_writeback`]).
+pub const WRITEBACK_EVERY: u64 = 1 << 20;
+
 /// A file written by appending (logs, manifests, tables).
 pub trait WritableFile: Send {
     /// Appends `data`; it may sit in a buffer until [`WritableFile::flush`].

@@ -5,7 +5,7 @@ use super::filter_block::FilterBlockBuilder;
 use super::format::{BLOCK_TRAILER_SIZE, BlockHandle, Compression, Footer};
 use crate::checksum;
 use crate::comparator::InternalOrder;
-use crate::env::WritableFile;
+use crate::env::{WRITEBACK_EVERY, WritableFile};
 use crate::error::Result;
 use crate::filter::Filter;
 use crate::key;
@@ -64,6 +64,8 @@ pub struct TableBuilder<W: WritableFile + ?Sized> {
     pending_index: Option<BlockHandle>,
     compressed: Vec<u8>,
     snappy: snap::raw::Encoder,
+    /// Where the last early writeback was started ([`WRITEBACK_EVERY`]).
+    writeback_at: u64,
 }
 
 impl<W: WritableFile + ?Sized> std::fmt::Debug for TableBuilder<W> {
@@ -94,6 +96,7 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
             pending_index: None,
             compressed: Vec::new(),
             snappy: snap::raw::Encoder::new(),
+            writeback_at: 0,
         }
     }
 
@@ -176,6 +179,12 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
         trailer[1..].copy_from_slice(&checksum::mask(crc).to_le_bytes());
         self.file.append(&trailer)?;
         self.offset += (contents.len() + BLOCK_TRAILER_SIZE) as u64;
+        if self.offset - self.writeback_at >= WRITEBACK_EVERY {
+            // The table goes to the device while it is built, not all at the fdatasync
+            // that ends it (which a flush, and so the writer, may be waiting for).
+            self.writeback_at = self.offset;
+            self.file.start_writeback()?;
+        }
         Ok(handle)
     }
 
