@@ -141,65 +141,47 @@ impl MemTable {
     /// Adds an entry. Requires: M1, M2.
     pub fn add(&self, seqnum: SeqNum, ty: ValueType, user_key: &[u8], value: &[u8]) {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        // One entry that is not an error: nothing to fail.
-        let _ = self.add_to(
-            &mut runs,
-            std::iter::once(Ok((seqnum, ty, user_key, value))),
-        );
+        self.add_to(&mut runs, seqnum, ty, user_key, value);
     }
 
-    /// Adds entries to the newest run, first freezing it if it is full, and the next
-    /// ones to a new run whenever the one they go to fills up.
-    fn add_to<'a>(
+    /// Adds an entry to the newest run, first freezing it if it is full.
+    fn add_to(
         &self,
         runs: &mut Arc<Vec<Run>>,
-        entries: impl Iterator<Item = Result<(SeqNum, ValueType, &'a [u8], &'a [u8])>>,
-    ) -> Result<()> {
-        let full = |r: &Run| {
-            self.run_bytes
-                .is_some_and(|limit| r.list.memory_usage() >= limit && !r.list.is_empty())
-        };
-        let mut entries = entries.peekable();
-        while entries.peek().is_some() {
-            if let Some(limit) = self.run_bytes
-                && runs.last().is_some_and(full)
-            {
-                let mut next = Vec::clone(runs);
-                next.push(Run::new(Some(limit), &self.order));
-                *runs = Arc::new(next);
-            }
-            let current = Arc::clone(runs);
-            let Some(run) = current.last() else {
-                return Ok(());
-            };
-            // One inserter for as many entries as the run takes (S2 of the skip list).
-            let mut inserter = run.list.inserter();
-            for entry in entries.by_ref() {
-                let (seqnum, ty, user_key, value) = entry?;
-                if let Some(f) = &run.filter {
-                    f.add(KeyHash::of(user_key));
-                }
-                inserter.insert(user_key, pack_tag(seqnum, ty), value);
-                if full(run) {
-                    break;
-                }
-            }
+        seqnum: SeqNum,
+        ty: ValueType,
+        user_key: &[u8],
+        value: &[u8],
+    ) {
+        if let Some(limit) = self.run_bytes
+            && runs
+                .last()
+                .is_some_and(|r| r.list.memory_usage() >= limit && !r.list.is_empty())
+        {
+            let mut next = Vec::clone(runs);
+            next.push(Run::new(Some(limit), &self.order));
+            *runs = Arc::new(next);
         }
-        Ok(())
+        if let Some(run) = runs.last() {
+            if let Some(f) = &run.filter {
+                f.add(KeyHash::of(user_key));
+            }
+            run.list.insert(user_key, pack_tag(seqnum, ty), value);
+        }
     }
 
     /// Adds every operation of `batch`, the first at the batch's seqnum. Stops at the
     /// first malformed record (batches from disk are checked before they get here).
     pub fn insert_batch(&self, batch: &WriteBatch) -> Result<()> {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
-        let entries = (batch.seqnum()..).zip(batch.iter()).map(|(seqnum, op)| {
-            Ok(match op? {
-                BatchOp::Put(k, v) => (seqnum, ValueType::Value, k, v),
-                BatchOp::Delete(k) => (seqnum, ValueType::Deletion, k, &[][..]),
-                BatchOp::BlobRef(k, r) => (seqnum, ValueType::BlobRef, k, r),
-            })
-        });
-        self.add_to(&mut runs, entries)
+        for (seqnum, op) in (batch.seqnum()..).zip(batch.iter()) {
+            match op? {
+                BatchOp::Put(k, v) => self.add_to(&mut runs, seqnum, ValueType::Value, k, v),
+                BatchOp::Delete(k) => self.add_to(&mut runs, seqnum, ValueType::Deletion, k, &[]),
+                BatchOp::BlobRef(k, r) => self.add_to(&mut runs, seqnum, ValueType::BlobRef, k, r),
+            }
+        }
+        Ok(())
     }
 
     /// The newest version of `user_key` with a seqnum at most `seqnum`, if any.

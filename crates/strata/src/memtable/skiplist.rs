@@ -10,8 +10,7 @@
 //! This is the only module of the memtable with `unsafe` code. Its invariants:
 //! - S1 nodes are never moved, changed after publication (except their forward pointers)
 //!   or freed before the list is dropped: arena blocks are freed only in `Drop`.
-//! - S2 one inserter at a time: an [`Inserter`] holds the writer mutex while it lives, and
-//!   only it changes the list (nodes, `len`, `used`).
+//! - S2 one inserter at a time: `insert` holds the writer mutex for the whole insertion.
 //! - S3 a node is fully written before it becomes reachable: each forward pointer that
 //!   links it in is stored with `Release` and every reader loads with `Acquire`, so a
 //!   reader that reaches a node sees its header, key and value.
@@ -220,24 +219,6 @@ struct WriterState {
     splice: [*mut Node; MAX_HEIGHT],
 }
 
-/// The list's inserter: holds the writer's state (S2) while it lives.
-pub struct Inserter<'a> {
-    list: &'a SkipList,
-    w: std::sync::MutexGuard<'a, WriterState>,
-}
-
-impl Inserter<'_> {
-    /// Inserts `user_key | tag` with `value`. Requires: no entry with the same user key and
-    /// tag is in the list (S5, M2).
-    pub fn insert(&mut self, user_key: &[u8], tag: u64, value: &[u8]) {
-        let list = self.list;
-        match list.order.custom() {
-            None => list.insert_in(&mut self.w, &BytewiseComparator, user_key, tag, value),
-            Some(c) => list.insert_in(&mut self.w, c, user_key, tag, value),
-        }
-    }
-}
-
 /// A sorted set of (internal key, value) entries; one inserter, any number of readers.
 pub struct SkipList {
     /// The order of internal keys (K2).
@@ -321,30 +302,24 @@ impl SkipList {
         self.used.load(Ordering::Relaxed)
     }
 
-    /// Inserts `user_key | tag` with `value` (one insert, its own inserter). Requires: no
-    /// entry with the same user key and tag is in the list (S5, M2).
-    #[cfg(test)]
+    /// Inserts `user_key | tag` with `value`. Requires: no entry with the same user key and
+    /// tag is in the list (S5, M2).
     pub fn insert(&self, user_key: &[u8], tag: u64, value: &[u8]) {
-        self.inserter().insert(user_key, tag, value);
-    }
-
-    /// The list's one inserter (S2), for a run of inserts without taking the writer's
-    /// lock for each.
-    pub fn inserter(&self) -> Inserter<'_> {
-        Inserter {
-            list: self,
-            w: self.writer.lock().unwrap_or_else(|p| p.into_inner()),
+        match self.order.custom() {
+            None => self.insert_in(&BytewiseComparator, user_key, tag, value),
+            Some(c) => self.insert_in(c, user_key, tag, value),
         }
     }
 
     fn insert_in<C: Comparator + ?Sized>(
         &self,
-        w: &mut WriterState,
         order: &C,
         user_key: &[u8],
         tag: u64,
         value: &[u8],
     ) {
+        let mut w = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        let w = &mut *w;
         let target = Target { user_key, tag };
         let head = self.head.as_ptr();
 
@@ -404,12 +379,8 @@ impl SkipList {
         for (level, slot) in w.splice.iter_mut().enumerate() {
             *slot = if level < height { node } else { prev[level] };
         }
-        // Only the inserter changes these (S2): plain stores, not locked read-modify-
-        // writes, which would wait for the node's writes to drain first.
-        let used = self.used.load(Ordering::Relaxed);
-        self.used.store(used + charged, Ordering::Relaxed);
-        let len = self.len.load(Ordering::Relaxed);
-        self.len.store(len + 1, Ordering::Release);
+        self.used.fetch_add(charged, Ordering::Relaxed);
+        self.len.fetch_add(1, Ordering::Release);
     }
 
     /// From `x` (before the target, or the head), moves right along `level` while the next
