@@ -101,9 +101,10 @@ pub(super) fn flush_memtable<'a>(
     st
 }
 
-/// Writes `imm` as table `number` and makes it durable with the blob files its edit will
-/// name (X1: once the WAL is gone, the table's refs are all that lead to those records, so
-/// they must be on disk before the edit names the table).
+/// Writes `imm` as table `number` and makes it durable (its directory entry too, and with
+/// it those of the WALs made before it, W5) with the blob files its edit will name (X1:
+/// once the WAL is gone, the table's refs are all that lead to those records, so they must
+/// be on disk before the edit names the table).
 fn build_flushed_table(
     db: &DbInner,
     imm: &Arc<crate::memtable::MemTable>,
@@ -114,6 +115,11 @@ fn build_flushed_table(
     let meta = write_table_from(db, imm, number).map_err(Failure::of_table_write)?;
     if meta.is_some() {
         sync_new_table(db, number).map_err(Failure::Stop)?;
+    } else {
+        // No table, so no directory sync for one; the edit still names the next WAL, whose
+        // entry a switch left unsynced (W5): a manifest must not name a log that a power
+        // cut can take away after the edit is durable.
+        db.env.sync_dir(&db.dir).map_err(Failure::Stop)?;
     }
     for &(n, ..) in blob_files {
         match writers.iter().find(|(w, _)| *w == n) {

@@ -222,6 +222,7 @@ fn shared_state(
             imm: Arc::new(Vec::new()),
             log: None,
             log_file_number: 0,
+            log_dir_synced: true,
             unsynced_logs: Vec::new(),
             blob: None,
             older_blobs: Vec::new(),
@@ -263,6 +264,7 @@ fn start_new_log(db: &DbInner, mut edit: VersionEdit) -> Result<()> {
     env.sync_dir(dir)?;
     st.log = Some(LogWriter::new(file));
     st.log_file_number = number;
+    st.log_dir_synced = true;
     edit.log_number = Some(number);
     edit.prev_log_number = Some(0);
     // X3: the replayed WALs are retired, so their blob files are named; and a database

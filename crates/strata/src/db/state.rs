@@ -85,6 +85,10 @@ pub(super) struct State {
     /// The WAL; taken out by the write leader while it writes (D1).
     pub(super) log: Option<LogWriter<dyn WritableFile>>,
     pub(super) log_file_number: u64,
+    /// Whether the current WAL's directory entry is known durable. A switch leaves it
+    /// unsynced; the first synced write to the WAL syncs the directory before it is
+    /// acknowledged (W5).
+    pub(super) log_dir_synced: bool,
     /// Older WALs (with their numbers) left unsynced at a memtable switch, still open so
     /// that the first synced write after the switch can sync them before it is
     /// acknowledged (W4). Dropped unsynced once a flush makes them obsolete.

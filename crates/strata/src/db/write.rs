@@ -6,9 +6,14 @@
 //! the members of its group and the next leader, and only those that are asleep, so a
 //! writer alone never makes a wake-up system call.
 //!
-//! Invariant:
+//! Invariants:
 //! - W4 a synced write is acknowledged only after every older log still open is synced
 //!   (a switch leaves the old log unsynced; the first synced write after it pays).
+//! - W5 a synced write is acknowledged only after its log's directory entry is durable
+//!   (a switch creates the new log without syncing the directory, which would put a
+//!   directory fsync in the writer's way at every switch; the first synced write to the
+//!   log pays, as for a blob file). An unsynced write may be lost with its log's entry
+//!   in a power cut, as it may anyway; replay stops at the gap it leaves (C3).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -158,6 +163,8 @@ fn commit_group<'a>(
         (Vec::new(), Vec::new())
     };
     let mem = Arc::clone(&st.mem);
+    // W5: the log's directory entry, once, before the first synced write is acknowledged.
+    let sync_dir = group_sync && !st.log_dir_synced;
     drop(st);
 
     // D1: nobody else touches the WAL (or its blob file) or inserts into the memtable
@@ -166,6 +173,13 @@ fn commit_group<'a>(
     let mut separated = (0, 0);
     let logged = sync_older_blobs(db, older_blobs)
         .and_then(|()| sync_older_logs(older))
+        .and_then(|()| {
+            if sync_dir {
+                db.env.sync_dir(&db.dir)
+            } else {
+                Ok(())
+            }
+        })
         .and_then(|()| {
             separated = separate_values(db, &mut group, &mut blob, blob_number)?;
             match blob.as_mut() {
@@ -190,6 +204,9 @@ fn commit_group<'a>(
     let mut st = db.lock();
     st.log = log;
     st.blob = blob;
+    if sync_dir && logged.is_ok() {
+        st.log_dir_synced = true;
+    }
     if separated.0 > 0 && logged.is_ok() {
         let c = st.blob_counts.entry(blob_number).or_default();
         c.0 += separated.0;
@@ -370,6 +387,7 @@ fn switch_memtable<'a>(
             }
             st.log = Some(new);
             st.log_file_number = number;
+            st.log_dir_synced = false; // W5
             let full = std::mem::replace(&mut st.mem, Arc::new(db.new_memtable()));
             Arc::make_mut(&mut st.imm).push((old_number, full));
             db.has_imm.store(true, Ordering::Release);
@@ -385,12 +403,12 @@ fn switch_memtable<'a>(
     }
 }
 
-/// Creates WAL `number`, its directory entry durable too, and hands back the new log and
-/// the old one. The old WAL is not synced here (LevelDB does not either): the first synced
-/// write after the switch syncs it before it is acknowledged (W4), and a flush usually
-/// makes it obsolete before that. Its bytes are pushed to the kernel, so an acknowledged
-/// write survives the process dying (C2). On failure the old WAL is handed back and the
-/// new file removed.
+/// Creates WAL `number` and hands back the new log and the old one. Neither the old WAL
+/// nor the directory is synced here (LevelDB syncs neither): the first synced write after
+/// the switch syncs both before it is acknowledged (W4, W5), and a flush usually makes
+/// the old WAL obsolete before that. Its bytes are pushed to the kernel, so an
+/// acknowledged write survives the process dying (C2). On failure the old WAL is handed
+/// back and the new file removed.
 fn switch_log(
     db: &DbInner,
     old: Option<Log>,
@@ -403,10 +421,7 @@ fn switch_log(
         }
         l.file_mut().seal();
     }
-    let opened = db
-        .new_log_file(number)
-        .and_then(|f| db.env.sync_dir(&db.dir).map(|()| f));
-    match opened {
+    match db.new_log_file(number) {
         Ok(file) => Ok((LogWriter::new(file), old)),
         Err(e) => {
             let _ = db.env.remove_file(&filename::log(&db.dir, number));
