@@ -175,11 +175,66 @@ impl<'a> Page<'a> {
             .count()
     }
 
-    fn rounds(&self) -> usize {
-        let mut rounds: Vec<usize> = self.runs.iter().map(|r| r.round).collect();
-        rounds.sort_unstable();
-        rounds.dedup();
-        rounds.len()
+    /// Each group's label and how many rounds it had, in group order (files of one suite
+    /// at several sizes can differ: one round at 1 M entries, three at 100 M).
+    fn rounds_per_group(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(usize, String, Vec<usize>)> = Vec::new();
+        for r in &self.runs {
+            match out.iter_mut().find(|(gi, ..)| *gi == r.group_index) {
+                Some((_, _, rounds)) => rounds.push(r.round),
+                None => out.push((r.group_index, r.group.clone(), vec![r.round])),
+            }
+        }
+        out.sort_by_key(|(gi, ..)| *gi);
+        out.into_iter()
+            .map(|(_, label, mut rounds)| {
+                rounds.sort_unstable();
+                rounds.dedup();
+                (label, rounds.len())
+            })
+            .collect()
+    }
+
+    /// How many rounds the figures come from, as the lede says it.
+    fn rounds_text(&self) -> String {
+        let per_group = self.rounds_per_group();
+        let (min, max) = per_group
+            .iter()
+            .fold((usize::MAX, 0), |(lo, hi), (_, n)| (lo.min(*n), hi.max(*n)));
+        if min == max && max <= 1 {
+            return "in one round: every figure is that round's".to_string();
+        }
+        if min == max {
+            return format!(
+                "in {max} rounds taking turns: every figure is the median over the rounds, \
+                 every ratio the median of the rounds' paired ratios"
+            );
+        }
+        let list: Vec<String> = per_group
+            .iter()
+            .map(|(label, n)| format!("{}: {n}", esc(label)))
+            .collect();
+        format!(
+            "in {min} to {max} rounds a group ({}), taking turns: every figure is the median \
+             over its group's rounds, every ratio the median of the paired ratios (a group of \
+             one round: that round's)",
+            list.join(", ")
+        )
+    }
+
+    /// When the runs drawn started: one time, or the first and the last of several files.
+    fn started_text(&self) -> String {
+        let times: Vec<u64> = self.docs.iter().map(|d| d.started_unix).collect();
+        let (first, last) = (
+            times.iter().copied().min().unwrap_or(0),
+            times.iter().copied().max().unwrap_or(0),
+        );
+        let (first, last) = (utc(first), utc(last));
+        if first == last {
+            first
+        } else {
+            format!("{first} to {last}")
+        }
     }
 
     /// Each engine's result for a cell in the first round, where it has one.
@@ -437,16 +492,8 @@ impl<'a> Page<'a> {
              on {machine}.</p>",
             peers = self.peers(),
             ps = if self.peers() == 1 { "" } else { "s" },
-            rounds = if self.rounds() == 1 {
-                "in one round: every figure is that round's".to_string()
-            } else {
-                format!(
-                    "in {} rounds taking turns: every figure is the median over the rounds, every \
-                     ratio the median of the rounds' paired ratios",
-                    self.rounds()
-                )
-            },
-            date = esc(&utc(doc.started_unix)),
+            rounds = self.rounds_text(),
+            date = esc(&self.started_text()),
             machine = machine_text(&doc.machine),
         );
         h.push_str(
@@ -892,10 +939,29 @@ impl<'a> Page<'a> {
             thousands(m.memory as f64),
             esc(&m.filesystem),
             esc(&m.kernel),
-            esc(&utc(doc.started_unix)),
-            esc(&doc.args.join(" ")),
-            self.rounds(),
-            esc(doc.commit.as_deref().unwrap_or("unknown"))
+            esc(&self.started_text()),
+            self.docs
+                .iter()
+                .map(|d| esc(&d.args.join(" ")))
+                .collect::<Vec<_>>()
+                .join("</code><br><code>"),
+            {
+                let per_group = self.rounds_per_group();
+                if per_group.iter().all(|(_, n)| *n == per_group[0].1) {
+                    per_group.first().map_or(0, |(_, n)| *n).to_string()
+                } else {
+                    per_group
+                        .iter()
+                        .map(|(label, n)| format!("{}: {n}", esc(label)))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            },
+            self.docs
+                .iter()
+                .map(|d| esc(d.commit.as_deref().unwrap_or("unknown")))
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
 }
@@ -1029,6 +1095,36 @@ mod tests {
         }]
     }
 
+    /// Files of one suite at several sizes, with different rounds (the scale page): the
+    /// lede and the settings say each group's rounds, not the pooled count, and when the
+    /// runs started.
+    #[test]
+    fn pooled_files_say_each_groups_rounds() {
+        let mut small = sample_page_docs(1);
+        let mut large = sample_page_docs(3);
+        for (docs, label, started) in [
+            (&mut small, "scale 1000000", 86_400),
+            (&mut large, "scale 100000000", 2 * 86_400),
+        ] {
+            docs[0].started_unix = started;
+            for r in &mut docs[0].runs {
+                r.group = label.to_string();
+            }
+        }
+        let docs = vec![small.remove(0), large.remove(0)];
+        let page = Page::new(&docs, &[PathBuf::from("a.json"), PathBuf::from("b.json")]).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let html = page.render(dir.path()).unwrap();
+        assert!(
+            html.contains("in 1 to 3 rounds a group (scale 1000000: 1, scale 100000000: 3)"),
+            "{}",
+            &html[..html.len().min(2000)]
+        );
+        assert!(!html.contains("in 4 rounds"));
+        assert!(html.contains("1970-01-02 00:00 UTC to 1970-01-03 00:00 UTC"));
+        assert!(html.contains("<td>rounds</td><td>scale 1000000: 1, scale 100000000: 3</td>"));
+    }
+
     #[test]
     fn the_harness_never_sets_an_axis_and_the_disk_is_no_engine() {
         let docs = sample_page_docs(3);
@@ -1082,6 +1178,7 @@ mod tests {
             "peers counted without null"
         );
         assert!(html.contains("in 3 rounds taking turns"));
+        assert!(html.contains("<td>rounds</td><td>3</td>"));
         assert!(
             html.contains("ahead of the best peer on 3 of 3 workloads"),
             "verdict"
