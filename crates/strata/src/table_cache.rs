@@ -103,7 +103,7 @@ impl TableCache {
         if !self.mapped {
             return self.iter(number, size, BlockReads::SCAN_ONCE);
         }
-        Ok(Arc::new(self.open(number, size)?).iter(BlockReads::SCAN_ONCE))
+        Ok(Arc::new(self.open(number, size)?).scan_iter(BlockReads::SCAN_ONCE))
     }
 
     /// The newest version of `ikey`'s user key at or below its seqnum in table `number`:

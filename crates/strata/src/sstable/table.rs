@@ -413,10 +413,29 @@ impl Table {
             TableParts {
                 table: Arc::clone(self),
                 reads,
+                released: None,
+            },
+        )
+    }
+
+    /// A cursor for one pass from front to back over a table whose map is its own (a
+    /// compaction's input): every MiB it moves on, the map's pages behind it leave the
+    /// resident set ([`RandomAccessFile::release`]), so a pass over a large table keeps
+    /// about a MiB of it resident, not all of it until the pass ends.
+    pub fn scan_iter(self: &Arc<Self>, reads: BlockReads) -> TableIter {
+        TwoLevel::new(
+            self.index.iter(self.order.clone()),
+            TableParts {
+                table: Arc::clone(self),
+                reads,
+                released: Some(std::cell::Cell::new(0)),
             },
         )
     }
 }
+
+/// How far behind a one-pass cursor releases its table's pages.
+const RELEASE_EVERY: u64 = 1 << 20;
 
 /// What a point lookup takes from the entry its seek lands on (given the target).
 trait TakeEntry {
@@ -468,6 +487,9 @@ impl TakeEntry for PinVersion {
 pub struct TableParts {
     table: Arc<Table>,
     reads: BlockReads,
+    /// For a one-pass cursor ([`Table::scan_iter`]): the offset up to which the map's
+    /// pages were released.
+    released: Option<std::cell::Cell<u64>>,
 }
 
 impl Parts for TableParts {
@@ -476,6 +498,13 @@ impl Parts for TableParts {
     fn open(&self, value: &[u8]) -> Result<Self::Part> {
         let handle = BlockHandle::decode_exact(value)
             .map_err(|e| e.located(&self.table.name, self.table.size))?;
+        if let Some(released) = &self.released
+            && handle.offset >= released.get() + RELEASE_EVERY
+        {
+            let from = released.get();
+            self.table.file.release(from, handle.offset - from);
+            released.set(handle.offset);
+        }
         Ok(self
             .table
             .read_block(handle, self.reads)?

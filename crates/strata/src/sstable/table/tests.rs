@@ -222,6 +222,55 @@ fn a_mapped_table_opens_without_keeping_its_pages_resident() {
     }
 }
 
+/// A one-pass cursor (a compaction's) over a mapped table keeps about a MiB of it
+/// resident, not the whole table; a plain cursor keeps every page it read.
+#[test]
+fn a_one_pass_cursor_releases_the_pages_behind_it() {
+    use crate::env::{DiskEnv, Env, resident_kb};
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = build(200_000, options(Compression::None, None, 4096));
+    assert!(bytes.len() > 8 << 20, "{} bytes", bytes.len());
+    let path = dir.path().join("scan.ldb");
+    std::fs::write(&path, &bytes).unwrap();
+    let _ = std::fs::read(&path).unwrap();
+    let mut resident = Vec::new();
+    for one_pass in [false, true] {
+        let file = DiskEnv::new().new_table_reader(&path).unwrap();
+        let t = Arc::new(
+            Table::open(
+                file,
+                "scan.ldb",
+                bytes.len() as u64,
+                &crate::sstable::TableFormat::leveldb(),
+            )
+            .unwrap(),
+        );
+        let mut it = if one_pass {
+            t.scan_iter(BlockReads::SCAN_ONCE)
+        } else {
+            t.iter(BlockReads::SCAN_ONCE)
+        };
+        it.seek_to_first();
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next();
+        }
+        it.status().unwrap();
+        assert_eq!(n, 200_000);
+        resident.push(resident_kb(&path));
+    }
+    let (plain, one_pass) = (resident[0], resident[1]);
+    assert!(
+        plain > 6 * 1024,
+        "a plain pass keeps what it read: {plain} kB"
+    );
+    assert!(
+        one_pass <= 3 * 1024,
+        "a one-pass cursor keeps about a MiB (plus what the kernel maps around it): {one_pass} kB"
+    );
+}
+
 /// A mapped table (the real filesystem): uncompressed blocks are read in place and never
 /// cached, Snappy blocks are uncompressed into the cache; damage is found either way.
 #[test]
