@@ -210,9 +210,8 @@ fn run(flags: &Flags) -> Result<()> {
     let rounds = flags.repeats.max(1);
     let mut failures = 0usize;
     let home = suite::homes(&groups);
-    let args: Vec<String> = std::env::args().collect();
     let mut journaled = match &flags.json {
-        Some(json) if flags.resume => journal::load(json, &args, &home)?,
+        Some(json) if flags.resume => journal::load(json, &doc.args, &home)?,
         _ => Vec::new(),
     };
     let last_in_home = |gi: usize| home.iter().rposition(|h| *h == home[gi]) == Some(gi);

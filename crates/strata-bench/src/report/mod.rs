@@ -195,31 +195,42 @@ impl<'a> Page<'a> {
             .collect()
     }
 
-    /// How many rounds the figures come from, as the lede says it.
-    fn rounds_text(&self) -> String {
+    /// The number of rounds, when every group had the same; `None` when they differ.
+    fn uniform_rounds(&self) -> Option<usize> {
         let per_group = self.rounds_per_group();
-        let (min, max) = per_group
-            .iter()
-            .fold((usize::MAX, 0), |(lo, hi), (_, n)| (lo.min(*n), hi.max(*n)));
-        if min == max && max <= 1 {
-            return "in one round: every figure is that round's".to_string();
-        }
-        if min == max {
-            return format!(
-                "in {max} rounds taking turns: every figure is the median over the rounds, \
-                 every ratio the median of the rounds' paired ratios"
-            );
-        }
-        let list: Vec<String> = per_group
+        let n = per_group.first().map_or(0, |(_, n)| *n);
+        per_group.iter().all(|(_, m)| *m == n).then_some(n)
+    }
+
+    /// Each group's rounds, escaped: `scale 1000000: 1, scale 100000000: 3`.
+    fn rounds_list(&self) -> String {
+        self.rounds_per_group()
             .iter()
             .map(|(label, n)| format!("{}: {n}", esc(label)))
-            .collect();
-        format!(
-            "in {min} to {max} rounds a group ({}), taking turns: every figure is the median \
-             over its group's rounds, every ratio the median of the paired ratios (a group of \
-             one round: that round's)",
-            list.join(", ")
-        )
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// How many rounds the figures come from, as the lede says it.
+    fn rounds_text(&self) -> String {
+        match self.uniform_rounds() {
+            Some(0 | 1) => "in one round: every figure is that round's".to_string(),
+            Some(n) => format!(
+                "in {n} rounds taking turns: every figure is the median over the rounds, \
+                 every ratio the median of the rounds' paired ratios"
+            ),
+            None => {
+                let counts: Vec<usize> = self.rounds_per_group().iter().map(|(_, n)| *n).collect();
+                format!(
+                    "in {} to {} rounds a group ({}), taking turns: every figure is the median \
+                     over its group's rounds, every ratio the median of the paired ratios (a \
+                     group of one round: that round's)",
+                    counts.iter().min().unwrap_or(&0),
+                    counts.iter().max().unwrap_or(&0),
+                    self.rounds_list()
+                )
+            }
+        }
     }
 
     /// When the runs drawn started: one time, or the first and the last of several files.
@@ -945,18 +956,8 @@ impl<'a> Page<'a> {
                 .map(|d| esc(&d.args.join(" ")))
                 .collect::<Vec<_>>()
                 .join("</code><br><code>"),
-            {
-                let per_group = self.rounds_per_group();
-                if per_group.iter().all(|(_, n)| *n == per_group[0].1) {
-                    per_group.first().map_or(0, |(_, n)| *n).to_string()
-                } else {
-                    per_group
-                        .iter()
-                        .map(|(label, n)| format!("{}: {n}", esc(label)))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                }
-            },
+            self.uniform_rounds()
+                .map_or_else(|| self.rounds_list(), |n| n.to_string()),
             self.docs
                 .iter()
                 .map(|d| esc(d.commit.as_deref().unwrap_or("unknown")))

@@ -71,11 +71,11 @@ pub trait RandomAccessFile: Send + Sync {
         let _ = (offset, len);
         None
     }
-    /// A hint that bytes `[offset, offset + len)` were copied out (a table's index and
-    /// filter at its open) and are not about to be read again: a mapped file lets the
-    /// pages they lie on leave the process's resident set. They stay in the page cache,
-    /// and a later read of them maps them again and sees the same bytes. Nothing by
-    /// default.
+    /// A hint that bytes `[offset, offset + len)` are not about to be read again (a
+    /// table's index and filter, copied out at its open; what a compaction's pass over an
+    /// input has gone by): a mapped file lets the pages they lie on leave the process's
+    /// resident set. They stay in the page cache, and a later read of them maps them
+    /// again and sees the same bytes. Nothing by default.
     fn release(&self, offset: u64, len: u64) {
         let _ = (offset, len);
     }

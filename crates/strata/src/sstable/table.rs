@@ -408,14 +408,7 @@ impl Table {
 
     /// A cursor over every entry.
     pub fn iter(self: &Arc<Self>, reads: BlockReads) -> TableIter {
-        TwoLevel::new(
-            self.index.iter(self.order.clone()),
-            TableParts {
-                table: Arc::clone(self),
-                reads,
-                released: None,
-            },
-        )
+        self.cursor(reads, None)
     }
 
     /// A cursor for one pass from front to back over a table whose map is its own (a
@@ -423,12 +416,20 @@ impl Table {
     /// resident set ([`RandomAccessFile::release`]), so a pass over a large table keeps
     /// about a MiB of it resident, not all of it until the pass ends.
     pub fn scan_iter(self: &Arc<Self>, reads: BlockReads) -> TableIter {
+        self.cursor(reads, Some(std::cell::Cell::new(0)))
+    }
+
+    fn cursor(
+        self: &Arc<Self>,
+        reads: BlockReads,
+        released: Option<std::cell::Cell<u64>>,
+    ) -> TableIter {
         TwoLevel::new(
             self.index.iter(self.order.clone()),
             TableParts {
                 table: Arc::clone(self),
                 reads,
-                released: Some(std::cell::Cell::new(0)),
+                released,
             },
         )
     }
