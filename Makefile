@@ -34,12 +34,14 @@ bench: deps
 	./target/release/strata-bench --suite baseline --engines=all --read_budget=10 --json bench-report/baseline.json | tee bench-report/baseline.txt
 	./target/release/strata-bench report bench-report/baseline.json --out bench-report
 
-# Three interleaved rounds, medians reported (about 1 h 45 min here).
+# Three interleaved rounds, medians and paired ratios reported (about 1 h 45 min here).
+# Resumable: run it again after an interruption and it goes on from the last finished
+# engine-round (bench-report/baseline-full.json.partial; docs/bench.md).
 bench-full: deps
 	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
-	./target/release/strata-bench --suite baseline --engines=all --repeats=3 --read_budget=10 --json bench-report/baseline-full.json | tee bench-report/baseline-full.txt
+	./target/release/strata-bench --suite baseline --engines=all --repeats=3 --read_budget=10 --resume --json bench-report/baseline-full.json | tee -a bench-report/baseline-full.txt
 	./target/release/strata-bench report bench-report/baseline-full.json --out bench-report/full
 
 # The other pages (docs/bench.md, "The other suites"), each into bench-report/PAGE/:

@@ -237,6 +237,12 @@ impl Block {
         self.data.len() + 8 * self.fences.len()
     }
 
+    /// How many restart points the block has (in an index block, written with one entry
+    /// per restart point, how many entries).
+    pub fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
     /// The block's bytes, restart array included.
     pub fn contents(&self) -> &[u8] {
         &self.data
@@ -377,6 +383,22 @@ impl<O: Comparator + Clone> BlockIter<O> {
             start,
             end,
         }
+    }
+
+    /// The number of the restart point the current entry starts at; `None` when it
+    /// starts at none (or the cursor is not valid). In a block written with one entry per
+    /// restart point (every index block LevelDB or Strata writes) it is the entry's
+    /// number. Reads the restart array only where the cursor just was.
+    pub fn restart_number(&self) -> Option<usize> {
+        if !self.valid() {
+            return None;
+        }
+        // `restart_index` is the region the entry is in, or the one before when the entry
+        // starts exactly at the next restart point (`parse_next_key` moves it on only
+        // past a restart point, as LevelDB's cursor does).
+        let i = self.restart_index;
+        (i..self.block.num_restarts.min(i + 2))
+            .find(|&r| self.block.restart_point(r) == self.current)
     }
 
     fn corrupt(&mut self, what: &str) {
@@ -609,6 +631,36 @@ mod tests {
     }
 
     #[test]
+    fn restart_number_is_the_entry_number_with_one_entry_per_restart() {
+        let e = entries(50);
+        let dense = build(&e, 1);
+        let mut it = dense.iter(BytewiseComparator);
+        for (i, (k, _)) in e.iter().enumerate() {
+            it.seek(k);
+            assert_eq!(it.restart_number(), Some(i), "seek to entry {i}");
+            // Between keys: the seek lands on the next entry.
+            let mut between = k.clone();
+            between.push(0);
+            it.seek(&between);
+            assert_eq!(it.restart_number(), (i + 1 < e.len()).then_some(i + 1));
+        }
+        it.seek_to_first();
+        for i in 0..e.len() {
+            assert_eq!(it.restart_number(), Some(i), "step to entry {i}");
+            it.next();
+        }
+        assert_eq!(it.restart_number(), None, "not valid");
+        // Three entries a restart: only entries at a restart point have a number.
+        let sparse = build(&e, 3);
+        let mut it = sparse.iter(BytewiseComparator);
+        for (i, (k, _)) in e.iter().enumerate() {
+            it.seek(k);
+            let want = (i % 3 == 0).then_some(i / 3);
+            assert_eq!(it.restart_number(), want, "entry {i}");
+        }
+    }
+
+    #[test]
     fn golden_layout() {
         let mut b = BlockBuilder::new(2);
         b.add(b"apple", b"1");
@@ -762,6 +814,8 @@ mod tests {
                 f.seek(t);
                 prop_assert_eq!(a.valid(), f.valid());
                 prop_assert_eq!(a.key(), f.key());
+                prop_assert_eq!(a.value(), f.value());
+                prop_assert_eq!(a.restart_number(), f.restart_number());
                 let expected = es.iter().find(|(k, _)| order.compare(k, t) != Ordering::Less);
                 prop_assert_eq!(f.key(), expected.map_or(&[][..], |(k, _)| &k[..]));
             }

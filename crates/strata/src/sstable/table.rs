@@ -224,24 +224,27 @@ impl Table {
     /// is checked at its first verified read only, which also records how it is stored,
     /// so later reads go straight to the map or the cache (`verified.rs`, T4).
     pub fn read_block(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
-        self.read_block_for(handle, reads, Use::Walk)
+        self.read_block_for(handle, None, reads, Use::Walk)
     }
 
     /// [`Table::read_block`], for `purpose`: a block read in place for a point lookup has
     /// every cache line touched first (its trailer, restart array and the entries a seek
     /// probes are all about to be read, in dependent steps; the touches overlap those
     /// misses). A walk, which reads the block front to back, is left to the hardware's
-    /// own prefetching (touching first made a scan 9 % slower).
+    /// own prefetching (touching first made a scan 9 % slower). `entry` is the number of
+    /// the index entry that gave `handle`, when known (its marks are then found without a
+    /// search, `verified.rs`).
     fn read_block_for(
         &self,
         handle: BlockHandle,
+        entry: Option<usize>,
         reads: BlockReads,
         purpose: Use,
     ) -> Result<Arc<Block>> {
         let Some(marks) = &self.verified else {
             return self.read_block_cached(handle, reads, reads.verify_checksums);
         };
-        match marks.get(handle.offset) {
+        match marks.get(entry, handle.offset) {
             Some(Stored::Plain) => match usize::try_from(handle.size)
                 .ok()
                 .and_then(|size| self.file.map_range(handle.offset, size))
@@ -256,13 +259,13 @@ impl Table {
                     format::read_block_in_place(self.file.as_ref(), &self.name, handle, check)?
                 {
                     if check {
-                        marks.insert(handle.offset, Stored::Plain);
+                        marks.insert(entry, handle.offset, Stored::Plain);
                     }
                     return self.in_place(handle, bytes, purpose);
                 }
                 let block = self.read_block_cached(handle, reads, check)?;
                 if check {
-                    marks.insert(handle.offset, Stored::Compressed);
+                    marks.insert(entry, handle.offset, Stored::Compressed);
                 }
                 Ok(block)
             }
@@ -386,7 +389,7 @@ impl Table {
         {
             return Ok(None);
         }
-        let block = self.read_block_for(handle, reads, Use::Lookup)?;
+        let block = self.read_block_for(handle, index.restart_number(), reads, Use::Lookup)?;
         let mut it = block.iter(order);
         it.seek(ikey);
         it.status()

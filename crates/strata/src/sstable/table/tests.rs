@@ -314,3 +314,66 @@ fn mapped_tables_read_uncompressed_blocks_in_place() {
         }
     }
 }
+
+/// A lookup finds a block's checked mark by the number of its index entry, a walk by the
+/// block's offset: both reach the same mark, for every block (T4).
+#[test]
+fn lookups_and_walks_share_each_blocks_checked_mark() {
+    use crate::env::{DiskEnv, Env};
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = build(3000, options(Compression::None, None, 1024));
+    let path = dir.path().join("t.ldb");
+    std::fs::write(&path, &bytes).unwrap();
+    let file = DiskEnv::new().new_table_reader(&path).unwrap();
+    let t = Arc::new(
+        Table::open(
+            file,
+            "t.ldb",
+            bytes.len() as u64,
+            &crate::sstable::TableFormat::leveldb(),
+        )
+        .unwrap(),
+    );
+    let marks = t.verified.as_ref().unwrap();
+    let mut index = t.index.iter(t.order.clone());
+    index.seek_to_first();
+    let mut handles = Vec::new();
+    while index.valid() {
+        handles.push(BlockHandle::decode_exact(index.value()).unwrap());
+        index.next();
+    }
+    assert!(handles.len() > 50, "{} blocks", handles.len());
+    // Lookups of the even keys mark their blocks (by entry number).
+    for i in (0..3000).step_by(2) {
+        let got = t.get_version(&ikey(i, 100 + i as u64), BlockReads::CHECKED_CACHED);
+        assert_eq!(got.unwrap().unwrap().1, value(i));
+    }
+    for (n, h) in handles.iter().enumerate() {
+        assert_eq!(marks.get(None, h.offset), Some(Stored::Plain), "block {n}");
+        assert_eq!(marks.get(Some(n), h.offset), Some(Stored::Plain), "block {n}");
+    }
+    // A fresh table: a walk marks every block (by offset); lookups then see the marks.
+    let file = DiskEnv::new().new_table_reader(&path).unwrap();
+    let t = Arc::new(
+        Table::open(
+            file,
+            "t.ldb",
+            bytes.len() as u64,
+            &crate::sstable::TableFormat::leveldb(),
+        )
+        .unwrap(),
+    );
+    let marks = t.verified.as_ref().unwrap();
+    assert!(handles.iter().all(|h| marks.get(None, h.offset).is_none()));
+    let mut it = t.iter(BlockReads::CHECKED_CACHED);
+    it.seek_to_first();
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.next();
+    }
+    assert_eq!(n, 3000);
+    for (n, h) in handles.iter().enumerate() {
+        assert_eq!(marks.get(Some(n), h.offset), Some(Stored::Plain), "block {n}");
+    }
+}
