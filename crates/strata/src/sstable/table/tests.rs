@@ -350,7 +350,11 @@ fn lookups_and_walks_share_each_blocks_checked_mark() {
     }
     for (n, h) in handles.iter().enumerate() {
         assert_eq!(marks.get(None, h.offset), Some(Stored::Plain), "block {n}");
-        assert_eq!(marks.get(Some(n), h.offset), Some(Stored::Plain), "block {n}");
+        assert_eq!(
+            marks.get(Some(n), h.offset),
+            Some(Stored::Plain),
+            "block {n}"
+        );
     }
     // A fresh table: a walk marks every block (by offset); lookups then see the marks.
     let file = DiskEnv::new().new_table_reader(&path).unwrap();
@@ -374,6 +378,10 @@ fn lookups_and_walks_share_each_blocks_checked_mark() {
     }
     assert_eq!(n, 3000);
     for (n, h) in handles.iter().enumerate() {
-        assert_eq!(marks.get(Some(n), h.offset), Some(Stored::Plain), "block {n}");
+        assert_eq!(
+            marks.get(Some(n), h.offset),
+            Some(Stored::Plain),
+            "block {n}"
+        );
     }
 }
