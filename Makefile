@@ -34,7 +34,7 @@ bench: deps
 	./target/release/strata-bench --suite baseline --engines=all --read_budget=10 --json bench-report/baseline.json | tee bench-report/baseline.txt
 	./target/release/strata-bench report bench-report/baseline.json --out bench-report
 
-# Three interleaved rounds, medians and paired ratios reported (about 1 h 45 min here).
+# Three interleaved rounds, medians and paired ratios reported (49 minutes here on 2026-11-26).
 # Resumable: run it again after an interruption and it goes on from the last finished
 # engine-round (bench-report/baseline-full.json.partial; docs/bench.md).
 bench-full: deps
