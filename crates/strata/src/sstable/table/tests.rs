@@ -315,25 +315,25 @@ fn mapped_tables_read_uncompressed_blocks_in_place() {
     }
 }
 
+/// The table in the file at `path`, opened through a map.
+fn open_mapped(path: &std::path::Path) -> Arc<Table> {
+    use crate::env::{DiskEnv, Env};
+    let file = DiskEnv::new().new_table_reader(path).unwrap();
+    assert!(file.mapped().is_some());
+    let size = std::fs::metadata(path).unwrap().len();
+    let format = crate::sstable::TableFormat::leveldb();
+    Arc::new(Table::open(file, "t.ldb", size, &format).unwrap())
+}
+
 /// A lookup finds a block's checked mark by the number of its index entry, a walk by the
 /// block's offset: both reach the same mark, for every block (T4).
 #[test]
 fn lookups_and_walks_share_each_blocks_checked_mark() {
-    use crate::env::{DiskEnv, Env};
     let dir = tempfile::tempdir().unwrap();
     let bytes = build(3000, options(Compression::None, None, 1024));
     let path = dir.path().join("t.ldb");
     std::fs::write(&path, &bytes).unwrap();
-    let file = DiskEnv::new().new_table_reader(&path).unwrap();
-    let t = Arc::new(
-        Table::open(
-            file,
-            "t.ldb",
-            bytes.len() as u64,
-            &crate::sstable::TableFormat::leveldb(),
-        )
-        .unwrap(),
-    );
+    let t = open_mapped(&path);
     let marks = t.verified.as_ref().unwrap();
     let mut index = t.index.iter(t.order.clone());
     index.seek_to_first();
@@ -357,16 +357,7 @@ fn lookups_and_walks_share_each_blocks_checked_mark() {
         );
     }
     // A fresh table: a walk marks every block (by offset); lookups then see the marks.
-    let file = DiskEnv::new().new_table_reader(&path).unwrap();
-    let t = Arc::new(
-        Table::open(
-            file,
-            "t.ldb",
-            bytes.len() as u64,
-            &crate::sstable::TableFormat::leveldb(),
-        )
-        .unwrap(),
-    );
+    let t = open_mapped(&path);
     let marks = t.verified.as_ref().unwrap();
     assert!(handles.iter().all(|h| marks.get(None, h.offset).is_none()));
     let mut it = t.iter(BlockReads::CHECKED_CACHED);
