@@ -8,6 +8,20 @@ use std::cmp::Ordering;
 
 use super::Cursor;
 
+/// How many entries `cursor` holds, walked once from the first; panics on its error.
+pub(crate) fn count_forward(cursor: &mut dyn Cursor) -> usize {
+    cursor.seek_to_first();
+    let mut n = 0;
+    while cursor.valid() {
+        n += 1;
+        cursor.next();
+    }
+    if let Err(e) = cursor.status() {
+        panic!("the walk failed after {n} entries: {e}");
+    }
+    n
+}
+
 /// Drives `cursor` for `steps` random moves and checks each position against `model`,
 /// the entries it holds in the cursor's order (`cmp`).
 pub(crate) fn check(

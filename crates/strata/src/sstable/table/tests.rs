@@ -1,5 +1,6 @@
 use super::*;
 use crate::filter::{BloomPolicy, Filter};
+use crate::iter::conformance::count_forward;
 use crate::key::{ValueType, make_internal_key};
 use crate::sstable::{Compression, TableBuilder, TableOptions};
 use std::sync::Arc;
@@ -226,7 +227,7 @@ fn a_mapped_table_opens_without_keeping_its_pages_resident() {
 /// resident, not the whole table; a plain cursor keeps every page it read.
 #[test]
 fn a_one_pass_cursor_releases_the_pages_behind_it() {
-    use crate::env::{DiskEnv, Env, resident_kb};
+    use crate::env::resident_kb;
     let dir = tempfile::tempdir().unwrap();
     let bytes = build(200_000, options(Compression::None, None, 4096));
     assert!(bytes.len() > 8 << 20, "{} bytes", bytes.len());
@@ -235,29 +236,13 @@ fn a_one_pass_cursor_releases_the_pages_behind_it() {
     let _ = std::fs::read(&path).unwrap();
     let mut resident = Vec::new();
     for one_pass in [false, true] {
-        let file = DiskEnv::new().new_table_reader(&path).unwrap();
-        let t = Arc::new(
-            Table::open(
-                file,
-                "scan.ldb",
-                bytes.len() as u64,
-                &crate::sstable::TableFormat::leveldb(),
-            )
-            .unwrap(),
-        );
+        let t = open_mapped(&path);
         let mut it = if one_pass {
             t.scan_iter(BlockReads::SCAN_ONCE)
         } else {
             t.iter(BlockReads::SCAN_ONCE)
         };
-        it.seek_to_first();
-        let mut n = 0;
-        while it.valid() {
-            n += 1;
-            it.next();
-        }
-        it.status().unwrap();
-        assert_eq!(n, 200_000);
+        assert_eq!(count_forward(&mut it), 200_000);
         resident.push(resident_kb(&path));
     }
     let (plain, one_pass) = (resident[0], resident[1]);
@@ -360,14 +345,7 @@ fn lookups_and_walks_share_each_blocks_checked_mark() {
     let t = open_mapped(&path);
     let marks = t.verified.as_ref().unwrap();
     assert!(handles.iter().all(|h| marks.get(None, h.offset).is_none()));
-    let mut it = t.iter(BlockReads::CHECKED_CACHED);
-    it.seek_to_first();
-    let mut n = 0;
-    while it.valid() {
-        n += 1;
-        it.next();
-    }
-    assert_eq!(n, 3000);
+    assert_eq!(count_forward(&mut t.iter(BlockReads::CHECKED_CACHED)), 3000);
     for (n, h) in handles.iter().enumerate() {
         assert_eq!(
             marks.get(Some(n), h.offset),
