@@ -76,6 +76,19 @@ impl Compaction {
             && total_size(&self.grandparents) <= self.max_grandparent_overlap()
     }
 
+    /// True if a manual compaction may move its inputs down a level unchanged: nothing in
+    /// `level + 1` overlaps them, and every input is plain (`FileMeta::plain`), so merging
+    /// would write the same entries. Level 0 moves only a single table (its tables may
+    /// overlap one another). The grandparents are not weighed: `compact_range` goes on
+    /// to merge the next level down itself.
+    pub fn is_plain_move(&self) -> bool {
+        !self.inputs[0].is_empty()
+            && self.inputs[1].is_empty()
+            && !self.move_all_blobs
+            && (self.level > 0 || self.inputs[0].len() == 1)
+            && self.inputs[0].iter().all(|f| f.plain)
+    }
+
     /// Adds the deletion of every input to the edit.
     pub fn add_input_deletions(&mut self) {
         for (which, files) in self.inputs.iter().enumerate() {
@@ -374,5 +387,52 @@ pub(crate) mod tests {
         let taken: Vec<u64> = c.inputs[0].iter().map(|f| f.number).collect();
         assert_eq!(taken, [1, 2]);
         assert!(!c.is_trivial_move());
+    }
+
+    fn plain(number: u64, lo: &str, hi: &str) -> Arc<FileMeta> {
+        Arc::new(
+            FileMeta::new(
+                number,
+                1000,
+                make_internal_key(lo.as_bytes(), 10, ValueType::Value),
+                make_internal_key(hi.as_bytes(), 10, ValueType::Value),
+            )
+            .with_plain(true),
+        )
+    }
+
+    #[test]
+    fn plain_moves_need_plain_inputs_and_nothing_below() {
+        let range = |v: &Arc<Version>, level| range_compaction(v, level, None, None, 2 << 20);
+        // Two plain tables of level 1, nothing of level 2 in their range: both move.
+        let v = version(vec![
+            (1, plain(1, "a", "c")),
+            (1, plain(2, "d", "f")),
+            (2, f(3, "x", "z", 1000)),
+        ]);
+        let c = range(&v, 1).unwrap();
+        assert_eq!(c.inputs[0].len(), 2);
+        assert!(c.is_plain_move());
+        // One of them not plain: merged.
+        let v = version(vec![(1, plain(1, "a", "c")), (1, f(2, "d", "f", 1000))]);
+        assert!(!range(&v, 1).unwrap().is_plain_move());
+        // A table of level 2 inside their range: merged.
+        let v = version(vec![
+            (1, plain(1, "a", "c")),
+            (1, plain(2, "d", "f")),
+            (2, plain(3, "c1", "c2")),
+        ]);
+        let c = range(&v, 1).unwrap();
+        assert_eq!(c.inputs[1].len(), 1);
+        assert!(!c.is_plain_move());
+        // Level 0: a single plain table moves, two (which may overlap) do not.
+        let v = version(vec![(0, plain(1, "a", "c"))]);
+        assert!(range(&v, 0).unwrap().is_plain_move());
+        let v = version(vec![(0, plain(1, "a", "c")), (0, plain(2, "x", "z"))]);
+        assert!(!range(&v, 0).unwrap().is_plain_move());
+        // The in-place rewrite of the deepest level never moves.
+        let v = version(vec![(2, plain(1, "a", "c"))]);
+        let c = in_place_compaction(&v, 2, None, None, 2 << 20).unwrap();
+        assert!(!c.is_plain_move());
     }
 }

@@ -131,10 +131,16 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
     // "live" past the compaction, so the deletion below could not remove them.
     drop(version);
 
-    if manual.is_none() && c.is_trivial_move() {
-        let f = Arc::clone(&c.inputs[0][0]);
-        c.edit.deleted_files.insert((c.level, f.number));
-        c.edit.new_files.push((c.level + 1, f.to_meta_data()));
+    let moves = match &manual {
+        None => c.is_trivial_move(),
+        Some(_) => c.is_plain_move(),
+    };
+    if moves {
+        for f in &c.inputs[0] {
+            c.edit.deleted_files.insert((c.level, f.number));
+            c.edit.new_files.push((c.level + 1, f.to_meta_data()));
+        }
+        st.table_moves += c.inputs[0].len() as u64;
         let applied;
         (st, applied) = db.apply_edit(st, &mut c.edit);
         if let Err(e) = applied {

@@ -43,6 +43,8 @@ struct Output {
     largest: Vec<u8>,
     /// Bytes of the blob records its refs point to.
     blob_bytes: u64,
+    /// No deletion and no second entry of a user key kept so far (`FileMeta::plain`).
+    plain: bool,
 }
 
 fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
@@ -65,6 +67,7 @@ fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
         smallest: first_key.to_vec(),
         largest: Vec::new(),
         blob_bytes: 0,
+        plain: true,
     })
 }
 
@@ -87,6 +90,7 @@ fn finish_output(db: &DbInner, out: Output, to_sync: &SyncQueue) -> Result<FileM
         smallest: out.smallest,
         largest: out.largest,
         blob_bytes: out.blob_bytes,
+        plain: out.plain,
     })
 }
 
@@ -488,6 +492,8 @@ fn merge_entries(
     let mut current_user_key: Vec<u8> = Vec::new();
     let mut has_current_user_key = false;
     let mut last_seq_for_key = MAX_SEQNUM;
+    // An entry of the current user key is kept (in this output or the one before).
+    let mut kept_for_key = false;
     while input.valid() {
         between_entries(db, abort, flushes)?;
         let ikey = input.key();
@@ -515,6 +521,7 @@ fn merge_entries(
             current_user_key.extend_from_slice(parsed.user_key);
             has_current_user_key = true;
             last_seq_for_key = MAX_SEQNUM;
+            kept_for_key = false;
         }
         // P2: what no snapshot can see goes.
         let drop_entry = if last_seq_for_key <= smallest_snapshot {
@@ -535,6 +542,8 @@ fn merge_entries(
                 current = Some(out);
             }
             if let Some(out) = current.as_mut() {
+                out.plain &= parsed.ty != ValueType::Deletion && !kept_for_key;
+                kept_for_key = true;
                 let full = add_entry(out, ikey, input.value(), parsed.ty, blobs, c)?;
                 if full && let Some(out) = current.take() {
                     outputs.push(finish_output(db, out, to_sync).map_err(out_err)?);

@@ -480,7 +480,10 @@ impl Db {
     }
 
     /// Compacts the user-key range (`None` = unbounded at that end) down to the deepest
-    /// level holding data in it: flushes the memtable, then compacts level by level.
+    /// level holding data in it: flushes the memtable, then compacts level by level,
+    /// dropping deletions and overwritten versions no snapshot sees. A table this open
+    /// wrote with one version of each key and no deletion, with nothing below it, is
+    /// moved down whole instead of rewritten (tables found at open are rewritten).
     pub fn compact_range(&self, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         manual::compact_range(&self.inner, begin, end)
     }

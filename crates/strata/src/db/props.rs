@@ -139,6 +139,7 @@ fn stats(db: &DbInner, st: &State, v: &Version) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "flushes: {}", c.flushes);
     let _ = writeln!(s, "compactions: {}", c.compactions);
+    let _ = writeln!(s, "table_moves: {}", c.table_moves);
     let _ = writeln!(s, "compaction_bytes_read: {}", c.compaction_bytes_read);
     let _ = writeln!(
         s,
@@ -182,8 +183,11 @@ pub(super) fn approximate_sizes(db: &DbInner, ranges: &[(&[u8], &[u8])]) -> Vec<
 pub struct Counters {
     /// Memtables written to level-0 (or deeper) tables.
     pub flushes: u64,
-    /// Compactions run (trivial moves included).
+    /// Compactions run (merges; moves are counted apart).
     pub compactions: u64,
+    /// Tables moved down a level whole instead of merged: a compaction's one table with
+    /// nothing below it, and `compact_range`'s plain tables (`FileMeta::plain`).
+    pub table_moves: u64,
     /// Bytes compactions read.
     pub compaction_bytes_read: u64,
     /// Bytes flushes and compactions wrote.
@@ -204,6 +208,7 @@ pub(super) fn counters(st: &super::State) -> Counters {
     let total = |f: fn(&super::LevelStats) -> u64| st.level_stats.iter().map(f).sum::<u64>();
     Counters {
         flushes: st.flushes,
+        table_moves: st.table_moves,
         compactions: total(|l| l.count),
         compaction_bytes_read: total(|l| l.bytes_read),
         compaction_bytes_written: total(|l| l.bytes_written),

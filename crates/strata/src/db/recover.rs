@@ -243,6 +243,7 @@ fn shared_state(
             slowdowns: 0,
             stops: 0,
             flushes: 0,
+            table_moves: 0,
             recovery_notes: Vec::new(),
         }),
         bg_cv: Condvar::new(),

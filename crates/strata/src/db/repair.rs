@@ -90,6 +90,7 @@ fn scan_table(
             smallest,
             largest,
             blob_bytes: 0,
+            plain: false,
         },
         max_seq,
     ))

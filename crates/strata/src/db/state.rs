@@ -128,6 +128,8 @@ pub(super) struct State {
     pub(super) slowdowns: u64,
     pub(super) stops: u64,
     pub(super) flushes: u64,
+    /// Tables moved down a level whole (`Counters::table_moves`).
+    pub(super) table_moves: u64,
     /// What recovery dropped or skipped when this database opened (`strata.recovery`).
     pub(super) recovery_notes: Vec<String>,
 }

@@ -31,9 +31,11 @@ pub(super) fn build_table(
         let mut builder = TableBuilder::new(env.new_writable(path)?, options);
         let (mut smallest, mut largest) = (Vec::new(), Vec::new());
         let mut blob_bytes = 0;
+        let mut plain = true;
         while it.valid() && builder.file_size() < max_bytes {
             if keep(it.key(), it.value()) {
                 blob_bytes += referenced_blob_bytes(it.key(), it.value());
+                plain &= is_plain_entry(it.key(), (!smallest.is_empty()).then_some(&largest[..]));
                 if smallest.is_empty() {
                     smallest = it.key().to_vec();
                 }
@@ -52,12 +54,20 @@ pub(super) fn build_table(
             smallest,
             largest,
             blob_bytes,
+            plain,
         }))
     })();
     if !matches!(result, Ok(Some(_))) {
         let _ = env.remove_file(path);
     }
     result
+}
+
+/// True if an entry keeps its table plain (`FileMeta::plain`): it is no deletion, and its
+/// user key is not that of the entry the table holds before it (`previous`, an internal key).
+pub(super) fn is_plain_entry(ikey: &[u8], previous: Option<&[u8]>) -> bool {
+    key::value_type(ikey).is_some_and(|t| t != key::ValueType::Deletion)
+        && previous.is_none_or(|p| key::user_key(p) != key::user_key(ikey))
 }
 
 /// Bytes of the blob record an entry refers to (0 for anything but a blob ref).

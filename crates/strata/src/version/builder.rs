@@ -59,7 +59,8 @@ impl Builder {
             self.deleted[*level].remove(&f.number);
             self.added[*level].push(Arc::new(
                 FileMeta::new(f.number, f.size, f.smallest.clone(), f.largest.clone())
-                    .with_blob_bytes(f.blob_bytes),
+                    .with_blob_bytes(f.blob_bytes)
+                    .with_plain(f.plain),
             ));
         }
     }
@@ -119,6 +120,7 @@ mod tests {
             smallest: make_internal_key(lo.as_bytes(), 1, ValueType::Value),
             largest: make_internal_key(hi.as_bytes(), 1, ValueType::Value),
             blob_bytes: 0,
+            plain: false,
         }
     }
 

@@ -77,6 +77,9 @@ pub struct FileMetaData {
     /// with its size when levels are weighed, so that refs move down the tree as fast
     /// as the values would and overwritten ones are found (and their space collected).
     pub blob_bytes: u64,
+    /// Written by this open with one entry per user key and no deletion (`FileMeta::plain`).
+    /// Not recorded in the manifest: false for every table a manifest names.
+    pub plain: bool,
 }
 
 /// The value-separation flag a manifest records (tag 20), in the order of what it allows.
@@ -222,6 +225,7 @@ impl VersionEdit {
                             smallest,
                             largest,
                             blob_bytes: 0,
+                            plain: false,
                         },
                     ));
                 }
@@ -328,6 +332,7 @@ mod tests {
                 smallest: make_internal_key(b"a", 1, ValueType::Value),
                 largest: make_internal_key(b"z", 2, ValueType::Deletion),
                 blob_bytes: 0,
+                plain: false,
             },
         ));
         e

@@ -511,6 +511,7 @@ mod tests {
             smallest: make_internal_key(lo.as_bytes(), 1, ValueType::Value),
             largest: make_internal_key(hi.as_bytes(), 2, ValueType::Value),
             blob_bytes: 0,
+            plain: false,
         }
     }
 

@@ -24,6 +24,13 @@ pub struct FileMeta {
     pub largest: Vec<u8>,
     /// Bytes of the blob records its refs point to (`FileMetaData::blob_bytes`).
     pub blob_bytes: u64,
+    /// This open wrote the table (with its options) holding one entry per user key, no
+    /// deletion, and not starting with a user key its table before ended with: merging
+    /// it alone into a level where nothing overlaps it would write the same entries, so a
+    /// manual compaction may move it down whole instead (`Compaction::is_plain_move`).
+    /// Kept in memory only (LevelDB's manifest has no field for it): false for every
+    /// table a reopen finds, which are then merged as LevelDB would.
+    pub plain: bool,
     /// Lookups that may still pass through this table without finding their key before
     /// it is scheduled for a seek-triggered compaction.
     pub allowed_seeks: AtomicI64,
@@ -38,6 +45,7 @@ impl FileMeta {
             smallest,
             largest,
             blob_bytes: 0,
+            plain: false,
             allowed_seeks: AtomicI64::new(((size / 16384) as i64).max(100)),
         }
     }
@@ -45,6 +53,12 @@ impl FileMeta {
     /// The same record with `blob_bytes` set.
     pub fn with_blob_bytes(mut self, blob_bytes: u64) -> Self {
         self.blob_bytes = blob_bytes;
+        self
+    }
+
+    /// The same record with `plain` set.
+    pub fn with_plain(mut self, plain: bool) -> Self {
+        self.plain = plain;
         self
     }
 
@@ -61,6 +75,7 @@ impl FileMeta {
             smallest: self.smallest.clone(),
             largest: self.largest.clone(),
             blob_bytes: self.blob_bytes,
+            plain: self.plain,
         }
     }
 }

@@ -1,0 +1,106 @@
+//! `Db::compact_range` moves a table down a level whole when merging it would write the
+//! same entries (a plain table with nothing below it, `FileMeta::plain`), and merges every
+//! table that holds a deletion or a second version of a key, so that what LevelDB's
+//! `CompactRange` drops is still dropped. (A merge's output that keeps a deletion, or two
+//! versions of a key for a snapshot, is not plain either; no level lies below such an
+//! output in this test to show it.)
+//!
+//! The database is a sorted load just over level 2's 100 MiB target, so that its first
+//! tables sit in level 3 and the rest in level 2 with nothing below them: the shape a
+//! sorted bulk load leaves (flushes that overlap nothing go straight to level 2).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+use strata::{Compression, Db, Options};
+
+const VALUE: usize = 4000;
+/// Keys of the sorted load: about 110 MB of values, just over level 2's target.
+const LOADED: u32 = 27_500;
+
+fn key(i: u32) -> String {
+    format!("key{i:08}")
+}
+
+/// A value that does not compress, and differs per key and version.
+fn value(i: u32, version: u32) -> Vec<u8> {
+    let mut x = (u64::from(i) << 8 | u64::from(version)).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..VALUE)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+fn files_at(db: &Db, level: usize) -> usize {
+    db.property(&format!("leveldb.num-files-at-level{level}"))
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn compact_range_moves_plain_tables_and_merges_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            create_if_missing: true,
+            write_buffer_size: 1 << 20,
+            max_file_size: 256 << 10,
+            compression: Compression::None,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    for i in 0..LOADED {
+        db.put(key(i), value(i, 0)).unwrap();
+    }
+    db.flush().unwrap();
+    assert!(
+        files_at(&db, 2) > 0,
+        "{}",
+        db.property("leveldb.sstables").unwrap()
+    );
+
+    // 1. The sorted load: every table plain, nothing below level 2's: moved, none merged.
+    db.compact_range(None, None).unwrap();
+    let c = db.counters();
+    assert_eq!(c.compactions, 0, "{c:?}");
+    assert!(c.table_moves > 0, "{c:?}");
+    assert_eq!(files_at(&db, 2), 0);
+    let report = db.verify().unwrap();
+    assert_eq!(report.entries, u64::from(LOADED));
+
+    // 2. A table holding two versions of each key (one memtable), past the loaded keys
+    //    so that nothing lies below it: merged, and the older versions dropped.
+    for round in 1..=2 {
+        for i in LOADED..LOADED + 100 {
+            db.put(key(i), value(i, round)).unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    let c = db.counters();
+    assert!(c.compactions > 0, "{c:?}");
+    assert_eq!(db.verify().unwrap().entries, u64::from(LOADED + 100));
+
+    // 3. A table holding a deletion of a key no table has, with nothing below it: merged,
+    //    and the deletion dropped.
+    let before = db.counters().compactions;
+    db.delete(key(LOADED + 1000)).unwrap();
+    db.compact_range(None, None).unwrap();
+    assert!(db.counters().compactions > before);
+    assert_eq!(db.verify().unwrap().entries, u64::from(LOADED + 100));
+
+    for i in (0..LOADED + 100).step_by(997) {
+        let want = value(i, if i >= LOADED { 2 } else { 0 });
+        assert_eq!(db.get(key(i)).unwrap(), Some(want), "{}", key(i));
+    }
+    db.close().unwrap();
+}
