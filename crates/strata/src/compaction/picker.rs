@@ -79,8 +79,10 @@ impl Compaction {
     /// True if a manual compaction may move its inputs down a level unchanged: nothing in
     /// `level + 1` overlaps them, and every input is plain (`FileMeta::plain`), so merging
     /// would write the same entries. Level 0 moves only a single table (its tables may
-    /// overlap one another). The grandparents are not weighed: `compact_range` goes on
-    /// to merge the next level down itself.
+    /// overlap one another). The grandparents are not weighed: above the last step of a
+    /// `compact_range` the next step merges them anyway; at the last, a moved table may
+    /// overlap much of the level below outside the range (a later automatic compaction
+    /// of it is then larger than a merge's cut outputs would have made it).
     pub fn is_plain_move(&self) -> bool {
         !self.inputs[0].is_empty()
             && self.inputs[1].is_empty()

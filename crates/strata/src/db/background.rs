@@ -140,11 +140,21 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
             c.edit.deleted_files.insert((c.level, f.number));
             c.edit.new_files.push((c.level + 1, f.to_meta_data()));
         }
-        st.table_moves += c.inputs[0].len() as u64;
         let applied;
         (st, applied) = db.apply_edit(st, &mut c.edit);
-        if let Err(e) = applied {
-            record_error(&mut st, e);
+        match applied {
+            Ok(()) => st.table_moves += c.inputs[0].len() as u64,
+            Err(e) => {
+                record_error(&mut st, e.clone());
+                // As a merge's failure below: the request carries it to its caller.
+                if manual.is_some()
+                    && let Some(m) = st.manual.as_mut()
+                {
+                    m.done = true;
+                    m.error = Some(e);
+                }
+                return st;
+            }
         }
     } else {
         let failed;
