@@ -78,7 +78,8 @@ impl Compaction {
 
     /// True if a manual compaction may move its inputs down a level unchanged: nothing in
     /// `level + 1` overlaps them, and every input is plain (`FileMeta::plain`), so merging
-    /// would write the same entries. Level 0 moves only a single table (its tables may
+    /// would write the same entries (the in-place rewrite of the deepest level has no
+    /// input at `level`, so it never moves). Level 0 moves only a single table (its tables may
     /// overlap one another). The grandparents are not weighed: above the last step of a
     /// `compact_range` the next step merges them anyway; at the last, a moved table may
     /// overlap much of the level below outside the range (a later automatic compaction
@@ -86,7 +87,6 @@ impl Compaction {
     pub fn is_plain_move(&self) -> bool {
         !self.inputs[0].is_empty()
             && self.inputs[1].is_empty()
-            && !self.move_all_blobs
             && (self.level > 0 || self.inputs[0].len() == 1)
             && self.inputs[0].iter().all(|f| f.plain)
     }

@@ -135,7 +135,7 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
         None => c.is_trivial_move(),
         Some(_) => c.is_plain_move(),
     };
-    if moves {
+    let failed = if moves {
         for f in &c.inputs[0] {
             c.edit.deleted_files.insert((c.level, f.number));
             c.edit.new_files.push((c.level + 1, f.to_meta_data()));
@@ -143,34 +143,31 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
         let applied;
         (st, applied) = db.apply_edit(st, &mut c.edit);
         match applied {
-            Ok(()) => st.table_moves += c.inputs[0].len() as u64,
+            Ok(()) => {
+                st.table_moves += c.inputs[0].len() as u64;
+                None
+            }
             Err(e) => {
                 record_error(&mut st, e.clone());
-                // As a merge's failure below: the request carries it to its caller.
-                if manual.is_some()
-                    && let Some(m) = st.manual.as_mut()
-                {
-                    m.done = true;
-                    m.error = Some(e);
-                }
-                return st;
+                Some(e)
             }
         }
     } else {
         let failed;
         (st, failed) = run_compaction(db, st, c);
         delete_obsolete_files(db, &mut st);
-        if let Some(e) = failed {
-            // A manual compaction reports its own failure: a pause may have cleared by
-            // the time its caller looks.
-            if manual.is_some()
-                && let Some(m) = st.manual.as_mut()
-            {
-                m.done = true;
-                m.error = Some(e);
-            }
-            return st;
+        failed
+    };
+    if let Some(e) = failed {
+        // A manual compaction reports its own failure: a pause may have cleared by the
+        // time its caller looks.
+        if manual.is_some()
+            && let Some(m) = st.manual.as_mut()
+        {
+            m.done = true;
+            m.error = Some(e);
         }
+        return st;
     }
     if manual.is_some()
         && let Some(m) = st.manual.as_mut()

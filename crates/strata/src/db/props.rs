@@ -208,8 +208,8 @@ pub(super) fn counters(st: &super::State) -> Counters {
     let total = |f: fn(&super::LevelStats) -> u64| st.level_stats.iter().map(f).sum::<u64>();
     Counters {
         flushes: st.flushes,
-        table_moves: st.table_moves,
         compactions: total(|l| l.count),
+        table_moves: st.table_moves,
         compaction_bytes_read: total(|l| l.bytes_read),
         compaction_bytes_written: total(|l| l.bytes_written),
         compaction_seconds: total(|l| l.micros) as f64 / 1e6,

@@ -35,7 +35,8 @@ pub(super) fn build_table(
         while it.valid() && builder.file_size() < max_bytes {
             if keep(it.key(), it.value()) {
                 blob_bytes += referenced_blob_bytes(it.key(), it.value());
-                plain &= is_plain_entry(it.key(), (!smallest.is_empty()).then_some(&largest[..]));
+                plain = plain
+                    && is_plain_entry(it.key(), (!smallest.is_empty()).then_some(&largest[..]));
                 if smallest.is_empty() {
                     smallest = it.key().to_vec();
                 }
