@@ -12,6 +12,7 @@ use crate::comparator::InternalOrder;
 use crate::env::Env;
 use crate::error::Result;
 use crate::filename;
+use crate::iter::Cursor;
 use crate::key::ValueType;
 use crate::open_files::OpenFiles;
 use crate::sstable::BlockCache;
@@ -104,6 +105,27 @@ impl TableCache {
             return self.iter(number, size, BlockReads::SCAN_ONCE);
         }
         Ok(Arc::new(self.open(number, size)?).scan_iter(BlockReads::SCAN_ONCE))
+    }
+
+    /// The user key of each index entry of table `number` (one per data block, at or
+    /// just above the block's last key), to cut a compaction into shards. A table the
+    /// cache holds is read from there; any other is opened for this and closed again
+    /// (not kept: compaction inputs are read once and deleted).
+    pub fn index_keys(&self, number: u64, size: u64) -> Result<Vec<Vec<u8>>> {
+        let cached = self.lock().get(number);
+        let table = match cached {
+            Some(t) => t,
+            None => Arc::new(self.open(number, size)?),
+        };
+        let mut index = table.index_iter();
+        let mut keys = Vec::new();
+        index.seek_to_first();
+        while index.valid() {
+            keys.push(crate::key::user_key(index.key()).to_vec());
+            index.next();
+        }
+        index.status()?;
+        Ok(keys)
     }
 
     /// The newest version of `ikey`'s user key at or below its seqnum in table `number`:

@@ -16,4 +16,4 @@ pub mod picker;
 pub mod shard;
 
 pub use picker::{Compaction, in_place_compaction, pick_compaction, range_compaction};
-pub use shard::{Shard, shards};
+pub use shard::{Anchor, Shard, shards, table_end_anchors};

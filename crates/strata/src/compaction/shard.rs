@@ -8,8 +8,10 @@
 //!   upper bound). Every version of a user key therefore falls in one shard, so P2 needs no
 //!   knowledge of another shard, and the outputs of shard `i` all sort before those of
 //!   shard `i + 1`: appended in shard order they form a valid level (V1).
-//! - H3 cuts are user keys at which an input table of a sorted level ends, so each shard
-//!   reads whole tables of that level (and its share of level-0 tables).
+//! - H3 cuts are anchors (see [`Anchor`]): keys at which an input table, or one of its
+//!   data blocks, ends. Taken from every input table's index, they split level-0 tables
+//!   (which each span the whole range) as well as sorted levels, so that a compaction of
+//!   level 0 alone is shared too; the shards then hold about equal input bytes.
 
 use std::cmp::Ordering;
 
@@ -99,39 +101,59 @@ impl Shard {
     }
 }
 
-/// Cuts `c` into at most `max` shards of about equal input bytes (H2, H3). A compaction
-/// smaller than `min_bytes`, or with no sorted input level of two tables or more, is one
-/// shard.
-pub fn shards(c: &Compaction, max: usize, min_bytes: u64) -> Vec<Shard> {
-    let order = &c.version.order;
-    // The sorted level with the most tables says where the data lies.
-    let sorted = c
-        .inputs
+/// A point in a compaction's input: `bytes` of one input table's data lie at or before
+/// user key `key` (since the table's point before). A table's index block gives one per
+/// data block; a table end alone says less, but costs no read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Anchor {
+    /// A user key (a data block's last key, or a separator just above it).
+    pub key: Vec<u8>,
+    /// Input bytes since the table's anchor before.
+    pub bytes: u64,
+}
+
+/// One anchor per table of a sorted input level: its last user key, with all its bytes
+/// (a level-0 table's end says nothing of where its bytes lie: it spans the range). Costs
+/// no read; what [`shards`] is given when the tables' indexes cannot be read.
+pub fn table_end_anchors(c: &Compaction) -> Vec<Anchor> {
+    c.inputs
         .iter()
         .enumerate()
         .filter(|(which, _)| c.level + which > 0)
-        .map(|(_, files)| files)
-        .max_by_key(|files| files.len());
-    let files = match sorted {
-        Some(files) if max > 1 && files.len() >= 2 && c.input_bytes() >= min_bytes => files,
-        _ => return vec![Shard::between(None, None, order)],
-    };
-    let total: u64 = files.iter().map(|f| f.size).sum();
+        .flat_map(|(_, files)| files)
+        .map(|f| Anchor {
+            key: user_key(&f.largest).to_vec(),
+            bytes: f.size,
+        })
+        .collect()
+}
+
+/// Cuts `c` into at most `max` shards of about equal input bytes (H2, H3), at `anchors`
+/// (any order; [`table_end_anchors`], or finer ones from the tables' index blocks). A
+/// compaction smaller than `min_bytes`, or one whose anchors offer no cut, is one shard.
+pub fn shards(c: &Compaction, max: usize, min_bytes: u64, mut anchors: Vec<Anchor>) -> Vec<Shard> {
+    let order = &c.version.order;
+    if max < 2 || c.input_bytes() < min_bytes || anchors.len() < 2 {
+        return vec![Shard::between(None, None, order)];
+    }
+    anchors.sort_by(|a, b| order.compare_user(&a.key, &b.key));
+    let total: u64 = anchors.iter().map(|a| a.bytes).sum();
     let mut cuts: Vec<Vec<u8>> = Vec::new();
     let mut sum = 0u64;
-    // A cut after table i when the bytes so far reach the next share; never after the
-    // last table (it would leave an empty shard).
-    for f in &files[..files.len() - 1] {
-        sum += f.size;
+    // A cut at an anchor when the bytes up to it reach the next share; never at the last
+    // anchor's key (nothing would be left above it), nor twice at one key.
+    let last = anchors.last().map(|a| a.key.clone()).unwrap_or_default();
+    for a in &anchors {
+        sum += a.bytes;
         let next_share = total * (cuts.len() as u64 + 1) / max as u64;
-        if cuts.len() + 1 < max && sum >= next_share {
-            let cut = user_key(&f.largest).to_vec();
-            if cuts
+        if cuts.len() + 1 < max
+            && sum >= next_share
+            && order.compare_user(&a.key, &last).is_lt()
+            && cuts
                 .last()
-                .is_none_or(|last| order.compare_user(last, &cut).is_lt())
-            {
-                cuts.push(cut);
-            }
+                .is_none_or(|prev| order.compare_user(prev, &a.key).is_lt())
+        {
+            cuts.push(a.key.clone());
         }
     }
     let mut out = Vec::with_capacity(cuts.len() + 1);
@@ -187,7 +209,8 @@ mod tests {
         ]);
         let c = range_compaction(&v, 0, None, None, 2 << 20).unwrap();
         assert_eq!(c.inputs[1].len(), 4);
-        let two = shards(&c, 2, 0);
+        let ends = || table_end_anchors(&c);
+        let two = shards(&c, 2, 0, ends());
         let bounds: Vec<_> = two.iter().map(|s| (s.lo.clone(), s.hi.clone())).collect();
         assert_eq!(
             bounds,
@@ -195,18 +218,52 @@ mod tests {
         );
         assert!(!two[0].is_before_start(b"") && two[0].is_past_end(b"j\0"));
         assert!(two[1].is_before_start(b"j") && !two[1].is_before_start(b"j\0"));
-        // Never more shards than tables, and never an empty last one.
-        assert_eq!(shards(&c, 8, 0).len(), 4);
+        // Never more shards than distinct anchor keys below the last, never an empty
+        // last one: the anchors are e, j, o, z and z.
+        assert_eq!(shards(&c, 8, 0, ends()).len(), 4);
         // Too small, or one shard asked for: the whole range.
-        assert_eq!(shards(&c, 2, 10_000).len(), 1);
-        assert_eq!(shards(&c, 1, 0).len(), 1);
-        assert!(shards(&c, 1, 0)[0].lo.is_none() && shards(&c, 1, 0)[0].hi.is_none());
+        assert_eq!(shards(&c, 2, 10_000, ends()).len(), 1);
+        assert_eq!(shards(&c, 1, 0, ends()).len(), 1);
+        let whole = &shards(&c, 1, 0, ends())[0];
+        assert!(whole.lo.is_none() && whole.hi.is_none());
     }
 
     #[test]
-    fn level_zero_alone_is_one_shard() {
-        let v = version(vec![(0, f(1, "a", "m", 50)), (0, f(2, "c", "z", 50))]);
+    fn index_anchors_cut_level_zero_alone() {
+        // Two level-0 tables over the whole range: their ends alone offer no cut, the
+        // ends of their blocks do, at the middle of the bytes.
+        let v = version(vec![(0, f(1, "a", "z", 400)), (0, f(2, "a", "z", 400))]);
         let c = range_compaction(&v, 0, None, None, 2 << 20).unwrap();
-        assert_eq!(shards(&c, 4, 0).len(), 1);
+        assert_eq!(shards(&c, 4, 0, table_end_anchors(&c)).len(), 1);
+        let blocks = |keys: &[&str]| -> Vec<Anchor> {
+            keys.iter()
+                .map(|k| Anchor {
+                    key: k.as_bytes().to_vec(),
+                    bytes: 100,
+                })
+                .collect()
+        };
+        let mut anchors = blocks(&["f", "m", "s", "z"]);
+        anchors.extend(blocks(&["d", "k", "p", "z"]));
+        let two = shards(&c, 2, 0, anchors.clone());
+        let bounds: Vec<_> = two.iter().map(|s| (s.lo.clone(), s.hi.clone())).collect();
+        assert_eq!(
+            bounds,
+            vec![(None, Some(b"m".to_vec())), (Some(b"m".to_vec()), None)]
+        );
+        // Four shares of 200 bytes: cuts after f, m and s.
+        let four: Vec<_> = shards(&c, 4, 0, anchors)
+            .iter()
+            .map(|s| s.hi.clone())
+            .collect();
+        assert_eq!(
+            four,
+            vec![
+                Some(b"f".to_vec()),
+                Some(b"m".to_vec()),
+                Some(b"s".to_vec()),
+                None
+            ]
+        );
     }
 }

@@ -26,7 +26,7 @@ use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::flush_memtable;
 use super::table_file::{discard_table, referenced_blob_bytes};
 use super::{DbInner, State};
-use crate::compaction::{Compaction, Shard, shards};
+use crate::compaction::{Anchor, Compaction, Shard, shards, table_end_anchors};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
 use crate::iter::{BoxCursor, Cursor, MergingIter};
@@ -234,7 +234,13 @@ impl ShardResult {
 /// first failure is the result; a failure stops the other shards at their next entry.
 fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardResult, usize) {
     let min_bytes = 4 * c.max_output_file_size;
-    let mut all = shards(c, db.options.max_subcompactions, min_bytes).into_iter();
+    let max = db.options.max_subcompactions;
+    let anchors = if max > 1 && c.input_bytes() >= min_bytes {
+        index_anchors(db, c)
+    } else {
+        Vec::new()
+    };
+    let mut all = shards(c, max, min_bytes, anchors).into_iter();
     // `shards` returns at least one; the whole range in the database's order otherwise.
     let first = all
         .next()
@@ -323,6 +329,23 @@ fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardR
         }
     }
     (all, count)
+}
+
+/// The anchors to cut `c` at: every data block's end in every input table, from the
+/// tables' index blocks (H3), each weighing its table's share. If an index cannot be
+/// read, the ends of the sorted levels' tables (the merge reports the error).
+fn index_anchors(db: &DbInner, c: &Compaction) -> Vec<Anchor> {
+    let mut anchors = Vec::new();
+    for f in c.inputs.iter().flatten() {
+        match db.table_cache.index_keys(f.number, f.size) {
+            Ok(keys) => {
+                let each = f.size / keys.len().max(1) as u64;
+                anchors.extend(keys.into_iter().map(|key| Anchor { key, bytes: each }));
+            }
+            Err(_) => return table_end_anchors(c),
+        }
+    }
+    anchors
 }
 
 /// Syncs the tables of `queue` in order until the merge drops its end; after a failure the
