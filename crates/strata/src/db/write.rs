@@ -69,8 +69,11 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
         Ok(st) => st,
         Err(outcome) => return outcome,
     };
-    let st = match expand_ranges(db, st, &me) {
-        (st, Ok(())) => st,
+    // The leader's own batch: nobody else reads it once it leads (`build_group` reads the
+    // writers behind the leader only).
+    let own = me.batch.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let (st, own) = match expand_ranges(db, st, own) {
+        (st, Ok(own)) => (st, own),
         (mut st, Err(e)) => {
             hand_out(&mut st, &me, 1, &Err(e.clone()));
             return Err(e);
@@ -78,7 +81,7 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
     };
     let (st, room) = make_room_for_write(db, st, force);
     let (mut st, result, group_size) = if room.is_ok() && !force {
-        commit_group(db, st, &me)
+        commit_group(db, st, &me, own.unwrap_or_default())
     } else {
         (st, room, 1)
     };
@@ -87,23 +90,18 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
 }
 
 /// Expands the leader's range deletes into per-key deletes (`range_delete.rs`), with the
-/// state mutex released, while `me` leads (RD1).
+/// state mutex released, while the leader leads (RD1).
 fn expand_ranges<'a>(
     db: &'a DbInner,
     st: MutexGuard<'a, State>,
-    me: &Writer,
-) -> (MutexGuard<'a, State>, Result<()>) {
-    let pending = me
-        .batch
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take_if(|b| b.has_ranges());
-    let Some(batch) = pending else {
-        return (st, Ok(()));
+    own: Option<WriteBatch>,
+) -> (MutexGuard<'a, State>, Result<Option<WriteBatch>>) {
+    let batch = match own {
+        Some(b) if b.has_ranges() => b,
+        other => return (st, Ok(other)),
     };
     drop(st);
-    let result = range_delete::expand(db, batch)
-        .map(|expanded| *me.batch.lock().unwrap_or_else(|p| p.into_inner()) = Some(expanded));
+    let result = range_delete::expand(db, batch).map(Some);
     (db.lock(), result)
 }
 
@@ -117,11 +115,13 @@ fn wait_to_lead<'a>(
     let mut st = db.lock();
     st.writers.push_back(Arc::clone(me));
     loop {
-        if let Some(r) = outcome(me) {
-            return Err(r);
-        }
+        // A writer at the front has no outcome yet: a leader hands one out only to the
+        // writers it takes off the queue.
         if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, me)) {
             return Ok(st);
+        }
+        if let Some(r) = outcome(me) {
+            return Err(r);
         }
         me.waiting.store(true, Ordering::Relaxed);
         st = db.wait(&me.cv, st);
@@ -138,13 +138,8 @@ fn commit_group<'a>(
     db: &'a DbInner,
     mut st: MutexGuard<'a, State>,
     me: &Writer,
+    own: WriteBatch,
 ) -> (MutexGuard<'a, State>, Result<()>, usize) {
-    let own = me
-        .batch
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .take()
-        .unwrap_or_default();
     let (mut group, members) = build_group(&st, own);
     let group_sync = me.sync;
     let first = st.versions.last_seqnum + 1;
@@ -295,7 +290,7 @@ pub(super) fn make_room_for_write<'a>(
             let e = e.clone();
             return (st, Err(e));
         }
-        let level0 = st.versions.current().levels[0].len();
+        let level0 = st.versions.level_len(0);
         if allow_delay && level0 >= db.options.level0_slowdown_writes_trigger {
             // Level 0 is filling: give the compaction some CPU, once per write.
             let started = Instant::now();

@@ -29,6 +29,7 @@
 mod run_filter;
 mod skiplist;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::batch::{BatchOp, WriteBatch};
@@ -92,6 +93,11 @@ pub struct MemTable {
     /// Bytes at which the newest run is frozen; `None`: one run.
     run_bytes: Option<usize>,
     order: InternalOrder,
+    /// What [`MemTable::approximate_memory_usage`] and [`MemTable::len`] answer: stored
+    /// by the one writer after each insert (M1), so the write path reads them without
+    /// taking the runs' lock.
+    usage: AtomicUsize,
+    entries: AtomicUsize,
 }
 
 impl Default for MemTable {
@@ -108,11 +114,7 @@ impl MemTable {
 
     /// An empty memtable of one run, in `order`.
     pub fn with_order(order: InternalOrder) -> Self {
-        MemTable {
-            runs: Mutex::new(Arc::new(vec![Run::new(None, &order)])),
-            run_bytes: None,
-            order,
-        }
+        Self::of_runs(vec![Run::new(None, &order)], None, order)
     }
 
     /// An empty memtable for a write buffer of `write_buffer_size` bytes: cut into runs of
@@ -127,11 +129,26 @@ impl MemTable {
         if min_run == 0 || run >= write_buffer_size {
             return Self::with_order(order);
         }
+        Self::of_runs(vec![Run::new(Some(run), &order)], Some(run), order)
+    }
+
+    fn of_runs(runs: Vec<Run>, run_bytes: Option<usize>, order: InternalOrder) -> Self {
+        let usage = runs.iter().map(Run::memory_usage).sum();
         MemTable {
-            runs: Mutex::new(Arc::new(vec![Run::new(Some(run), &order)])),
-            run_bytes: Some(run),
+            runs: Mutex::new(Arc::new(runs)),
+            run_bytes,
             order,
+            usage: AtomicUsize::new(usage),
+            entries: AtomicUsize::new(0),
         }
+    }
+
+    /// Records the size and length of `runs` (the runs' lock is held).
+    fn count(&self, runs: &[Run]) {
+        let usage = runs.iter().map(Run::memory_usage).sum();
+        let entries = runs.iter().map(|r| r.list.len()).sum();
+        self.usage.store(usage, Ordering::Relaxed);
+        self.entries.store(entries, Ordering::Relaxed);
     }
 
     fn runs(&self) -> Arc<Vec<Run>> {
@@ -142,6 +159,7 @@ impl MemTable {
     pub fn add(&self, seqnum: SeqNum, ty: ValueType, user_key: &[u8], value: &[u8]) {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         self.add_to(&mut runs, seqnum, ty, user_key, value);
+        self.count(&runs);
     }
 
     /// Adds an entry to the newest run, first freezing it if it is full.
@@ -174,14 +192,24 @@ impl MemTable {
     /// first malformed record (batches from disk are checked before they get here).
     pub fn insert_batch(&self, batch: &WriteBatch) -> Result<()> {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut result = Ok(());
         for (seqnum, op) in (batch.seqnum()..).zip(batch.iter()) {
-            match op? {
-                BatchOp::Put(k, v) => self.add_to(&mut runs, seqnum, ValueType::Value, k, v),
-                BatchOp::Delete(k) => self.add_to(&mut runs, seqnum, ValueType::Deletion, k, &[]),
-                BatchOp::BlobRef(k, r) => self.add_to(&mut runs, seqnum, ValueType::BlobRef, k, r),
+            match op {
+                Ok(BatchOp::Put(k, v)) => self.add_to(&mut runs, seqnum, ValueType::Value, k, v),
+                Ok(BatchOp::Delete(k)) => {
+                    self.add_to(&mut runs, seqnum, ValueType::Deletion, k, &[])
+                }
+                Ok(BatchOp::BlobRef(k, r)) => {
+                    self.add_to(&mut runs, seqnum, ValueType::BlobRef, k, r)
+                }
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
             }
         }
-        Ok(())
+        self.count(&runs);
+        result
     }
 
     /// The newest version of `user_key` with a seqnum at most `seqnum`, if any.
@@ -212,17 +240,17 @@ impl MemTable {
 
     /// Bytes of memory the memtable's entries and run filters take (M3).
     pub fn approximate_memory_usage(&self) -> usize {
-        self.runs().iter().map(Run::memory_usage).sum()
+        self.usage.load(Ordering::Relaxed)
     }
 
     /// Number of entries.
     pub fn len(&self) -> usize {
-        self.runs().iter().map(|r| r.list.len()).sum()
+        self.entries.load(Ordering::Relaxed)
     }
 
     /// True when empty.
     pub fn is_empty(&self) -> bool {
-        self.runs().iter().all(|r| r.list.is_empty())
+        self.len() == 0
     }
 
     /// Number of runs (one unless the write buffer is larger than [`MIN_RUN_BYTES`]).

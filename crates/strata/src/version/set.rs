@@ -100,6 +100,11 @@ impl VersionSet {
         Arc::clone(&self.current)
     }
 
+    /// The number of tables in `level` of the current version (no reference taken).
+    pub fn level_len(&self, level: usize) -> usize {
+        self.current.levels.get(level).map_or(0, Vec::len)
+    }
+
     /// Hands out a new file number.
     pub fn new_file_number(&mut self) -> u64 {
         let n = self.next_file_number;
