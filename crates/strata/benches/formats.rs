@@ -1,5 +1,6 @@
 //! Micro-benchmarks of the format layer: CRC, Bloom probe, block seek, table point
-//! lookup with the block cached, log append. `cargo bench -p strata --bench formats`.
+//! lookup with the block cached, log append, a scan of a full memtable (what a flush
+//! reads). `cargo bench -p strata --bench formats`.
 
 #![allow(
     clippy::unwrap_used,
@@ -148,5 +149,45 @@ fn log_append(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, crc, bloom, block_seek, table_get, log_append);
+/// A scan of a full default memtable (4 MiB in four runs, random 16-byte keys, 100-byte
+/// values) in key order, as a flush reads it: a merge of the runs' skip lists.
+fn memtable_scan(c: &mut Criterion) {
+    let n = 28_000u64;
+    let m =
+        strata::memtable::MemTable::for_write_buffer(4 << 20, 1 << 20, InternalOrder::default());
+    let value = vec![b'v'; 100];
+    for i in 0..n {
+        m.add(
+            i + 1,
+            ValueType::Value,
+            &user_key(spread(i, 1 << 40)),
+            &value,
+        );
+    }
+    let mut g = c.benchmark_group("memtable");
+    g.throughput(Throughput::Elements(n));
+    g.bench_function("scan_4MiB", |b| {
+        b.iter(|| {
+            let mut cursor = m.iter();
+            cursor.seek_to_first();
+            let mut bytes = 0;
+            while cursor.valid() {
+                bytes += cursor.key().len() + cursor.value().len();
+                cursor.next();
+            }
+            black_box(bytes)
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(
+    benches,
+    crc,
+    bloom,
+    block_seek,
+    table_get,
+    log_append,
+    memtable_scan
+);
 criterion_main!(benches);
