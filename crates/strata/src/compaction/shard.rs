@@ -128,27 +128,37 @@ pub fn table_end_anchors(c: &Compaction) -> Vec<Anchor> {
         .collect()
 }
 
-/// Cuts `c` into at most `max` shards of about equal input bytes (H2, H3), at `anchors`
-/// (any order; [`table_end_anchors`], or finer ones from the tables' index blocks). A
-/// compaction smaller than `min_bytes`, or one whose anchors offer no cut, is one shard.
-pub fn shards(c: &Compaction, max: usize, min_bytes: u64, mut anchors: Vec<Anchor>) -> Vec<Shard> {
+/// Cuts `c` into at most `max` shards of about equal input bytes (H2, H3), at the anchors
+/// `anchors` gives (any order; [`table_end_anchors`], or finer ones from the tables' index
+/// blocks). A compaction smaller than `min_bytes` is one shard without asking for them
+/// (they may cost reads); so is one whose anchors offer no cut.
+pub fn shards(
+    c: &Compaction,
+    max: usize,
+    min_bytes: u64,
+    anchors: impl FnOnce() -> Vec<Anchor>,
+) -> Vec<Shard> {
     let order = &c.version.order;
-    if max < 2 || c.input_bytes() < min_bytes || anchors.len() < 2 {
-        return vec![Shard::between(None, None, order)];
+    let whole = || vec![Shard::between(None, None, order)];
+    if max < 2 || c.input_bytes() < min_bytes {
+        return whole();
     }
+    let mut anchors = anchors();
     anchors.sort_by(|a, b| order.compare_user(&a.key, &b.key));
+    let Some(last) = anchors.last().map(|a| &a.key) else {
+        return whole();
+    };
     let total: u64 = anchors.iter().map(|a| a.bytes).sum();
     let mut cuts: Vec<Vec<u8>> = Vec::new();
     let mut sum = 0u64;
     // A cut at an anchor when the bytes up to it reach the next share; never at the last
     // anchor's key (nothing would be left above it), nor twice at one key.
-    let last = anchors.last().map(|a| a.key.clone()).unwrap_or_default();
     for a in &anchors {
         sum += a.bytes;
         let next_share = total * (cuts.len() as u64 + 1) / max as u64;
         if cuts.len() + 1 < max
             && sum >= next_share
-            && order.compare_user(&a.key, &last).is_lt()
+            && order.compare_user(&a.key, last).is_lt()
             && cuts
                 .last()
                 .is_none_or(|prev| order.compare_user(prev, &a.key).is_lt())
@@ -210,7 +220,7 @@ mod tests {
         let c = range_compaction(&v, 0, None, None, 2 << 20).unwrap();
         assert_eq!(c.inputs[1].len(), 4);
         let ends = || table_end_anchors(&c);
-        let two = shards(&c, 2, 0, ends());
+        let two = shards(&c, 2, 0, ends);
         let bounds: Vec<_> = two.iter().map(|s| (s.lo.clone(), s.hi.clone())).collect();
         assert_eq!(
             bounds,
@@ -220,11 +230,11 @@ mod tests {
         assert!(two[1].is_before_start(b"j") && !two[1].is_before_start(b"j\0"));
         // Never more shards than distinct anchor keys below the last, never an empty
         // last one: the anchors are e, j, o, z and z.
-        assert_eq!(shards(&c, 8, 0, ends()).len(), 4);
+        assert_eq!(shards(&c, 8, 0, ends).len(), 4);
         // Too small, or one shard asked for: the whole range.
-        assert_eq!(shards(&c, 2, 10_000, ends()).len(), 1);
-        assert_eq!(shards(&c, 1, 0, ends()).len(), 1);
-        let whole = &shards(&c, 1, 0, ends())[0];
+        assert_eq!(shards(&c, 2, 10_000, ends).len(), 1);
+        assert_eq!(shards(&c, 1, 0, ends).len(), 1);
+        let whole = &shards(&c, 1, 0, ends)[0];
         assert!(whole.lo.is_none() && whole.hi.is_none());
     }
 
@@ -234,7 +244,7 @@ mod tests {
         // ends of their blocks do, at the middle of the bytes.
         let v = version(vec![(0, f(1, "a", "z", 400)), (0, f(2, "a", "z", 400))]);
         let c = range_compaction(&v, 0, None, None, 2 << 20).unwrap();
-        assert_eq!(shards(&c, 4, 0, table_end_anchors(&c)).len(), 1);
+        assert_eq!(shards(&c, 4, 0, || table_end_anchors(&c)).len(), 1);
         let blocks = |keys: &[&str]| -> Vec<Anchor> {
             keys.iter()
                 .map(|k| Anchor {
@@ -245,14 +255,14 @@ mod tests {
         };
         let mut anchors = blocks(&["f", "m", "s", "z"]);
         anchors.extend(blocks(&["d", "k", "p", "z"]));
-        let two = shards(&c, 2, 0, anchors.clone());
+        let two = shards(&c, 2, 0, || anchors.clone());
         let bounds: Vec<_> = two.iter().map(|s| (s.lo.clone(), s.hi.clone())).collect();
         assert_eq!(
             bounds,
             vec![(None, Some(b"m".to_vec())), (Some(b"m".to_vec()), None)]
         );
         // Four shares of 200 bytes: cuts after f, m and s.
-        let four: Vec<_> = shards(&c, 4, 0, anchors)
+        let four: Vec<_> = shards(&c, 4, 0, || anchors)
             .iter()
             .map(|s| s.hi.clone())
             .collect();

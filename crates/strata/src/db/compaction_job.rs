@@ -235,12 +235,7 @@ impl ShardResult {
 fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardResult, usize) {
     let min_bytes = 4 * c.max_output_file_size;
     let max = db.options.max_subcompactions;
-    let anchors = if max > 1 && c.input_bytes() >= min_bytes {
-        index_anchors(db, c)
-    } else {
-        Vec::new()
-    };
-    let mut all = shards(c, max, min_bytes, anchors).into_iter();
+    let mut all = shards(c, max, min_bytes, || index_anchors(db, c)).into_iter();
     // `shards` returns at least one; the whole range in the database's order otherwise.
     let first = all
         .next()

@@ -658,8 +658,8 @@ mod tests;
 /// Asks the CPU to bring the cache line at `p` in: a scan reads the node after the next
 /// one while it still works on this one, instead of waiting for it then (a scan of a
 /// full 4 MiB memtable, what a flush reads: 2.14 -> 1.20 ms, `memtable/scan_4MiB` in
-/// `benches/formats.rs`). A hint only: it never faults,
-/// whatever `p` is (the skip list's tests pass under Miri with it).
+/// `benches/formats.rs`). A hint only: it never faults, whatever `p` is (the skip list's
+/// tests pass under Miri with it).
 #[inline(always)]
 fn prefetch(p: *const Node) {
     #[cfg(target_arch = "x86_64")]
