@@ -8,6 +8,11 @@
 //! The database is a sorted load just over level 2's 100 MiB target, so that its first
 //! tables sit in level 3 and the rest in level 2 with nothing below them: the shape a
 //! sorted bulk load leaves (flushes that overlap nothing go straight to level 2).
+//!
+//! The last test moves tables beside what a move must not disturb (snapshots reading
+//! older versions below, values in blob files, deletions, a reopen) and checks every key
+//! against a model after each step. A move over an overlapping table of the level below
+//! (the check `Compaction::is_plain_move` makes) fails it.
 
 #![allow(
     clippy::unwrap_used,
@@ -179,4 +184,168 @@ fn a_move_that_cannot_be_recorded_fails_compact_range() {
     for i in (0..LOADED).step_by(997) {
         assert_eq!(db.get(key(i)).unwrap(), Some(value(i, 0)), "{}", key(i));
     }
+}
+
+/// Plain moves end to end, beside what they must not disturb: the sorted load's tables
+/// (every tenth value in a blob file) moved down while a snapshot is open, then
+/// overwrites, deletions and new keys past the end (moved again) under a second
+/// snapshot, merged where they overlap; then the snapshots let go, a reopen. After each
+/// `compact_range` every key reads as a model says, for the current state and for each
+/// snapshot, by `get` and by an iterator both ways; each step checks that moves did
+/// happen (or it would test merges only).
+#[test]
+fn plain_moves_keep_snapshots_blob_values_and_deletions() {
+    use std::collections::BTreeMap;
+    use strata::ReadOptions;
+
+    /// Key index to the version of its value (absent: deleted or never written).
+    type Model = BTreeMap<u32, u32>;
+    const BLOB_VALUE: usize = 5000;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let options = || Options {
+        create_if_missing: true,
+        write_buffer_size: 1 << 20,
+        max_file_size: 256 << 10,
+        compression: Compression::None,
+        blob_threshold: 4096,
+        ..Options::default()
+    };
+    // Every tenth key's value goes to a blob file; the others stay in the tables, which
+    // makes level 2 overflow into level 3 as in the test above.
+    let val = |i: u32, version: u32| -> Vec<u8> {
+        let mut v = value(i, version);
+        if i.is_multiple_of(10) {
+            v.resize(BLOB_VALUE, b'b');
+        }
+        v
+    };
+    let check = |db: &Db, model: &Model, at: &ReadOptions, what: &str| {
+        for i in 0..LOADED + 600 {
+            let got = db.get_opt(key(i), at).unwrap();
+            assert!(
+                got == model.get(&i).map(|&ver| val(i, ver)),
+                "{what}: get {}",
+                key(i)
+            );
+        }
+        let mut it = db.raw_iterator_opt(at);
+        for backward in [false, true] {
+            let mut want: Box<dyn Iterator<Item = (&u32, &u32)>> = if backward {
+                it.seek_to_last();
+                Box::new(model.iter().rev())
+            } else {
+                it.seek_to_first();
+                Box::new(model.iter())
+            };
+            while it.valid() {
+                let (&i, &ver) = want.next().unwrap_or_else(|| panic!("{what}: extra key"));
+                assert!(it.key() == key(i).as_bytes(), "{what}: key {}", key(i));
+                assert!(it.value() == val(i, ver), "{what}: value of {}", key(i));
+                if backward {
+                    it.prev();
+                } else {
+                    it.next();
+                }
+            }
+            it.status().unwrap();
+            assert!(
+                want.next().is_none(),
+                "{what}: keys missing (backward: {backward})"
+            );
+        }
+    };
+    let now = ReadOptions::default();
+    let moves_and_merges = |db: &Db| {
+        let c = db.counters();
+        (c.table_moves, c.compactions)
+    };
+
+    let db = Db::open(&dir, options()).unwrap();
+    let mut model = Model::new();
+    for i in 0..LOADED {
+        db.put(key(i), val(i, 0)).unwrap();
+        model.insert(i, 0);
+    }
+    db.flush().unwrap();
+    wait_for_quiet(&db);
+    assert!(files_at(&db, 2) > 0 && files_at(&db, 3) > 0);
+    // The load's tables are moved down under a snapshot (which pins nothing they hold).
+    let (s0, m0) = (db.snapshot(), model.clone());
+    let s0_at = ReadOptions {
+        snapshot: Some(s0),
+        ..Default::default()
+    };
+    let (moved, merged) = moves_and_merges(&db);
+    db.compact_range(None, None).unwrap();
+    let (moved_now, merged_now) = moves_and_merges(&db);
+    assert!(moved_now > moved, "no move");
+    // While blob files exist, `compact_range` ends by compacting the deepest level into
+    // itself (`db/manual.rs`): that one merge, no other.
+    assert_eq!(merged_now, merged + 1, "a plain load was merged");
+    check(&db, &model, &now, "after the moves");
+    check(&db, &m0, &s0_at, "s0 after the moves");
+
+    // Under a second snapshot: sorted overwrites over the moved tables (plain tables, but
+    // over older versions in the level below: merged, the older versions kept for the
+    // snapshots), and new keys past the end (plain, nothing below them: moved).
+    let (s1, m1) = (db.snapshot(), model.clone());
+    let s1_at = ReadOptions {
+        snapshot: Some(s1),
+        ..Default::default()
+    };
+    for i in (0..LOADED).step_by(97) {
+        db.put(key(i), val(i, 1)).unwrap();
+        model.insert(i, 1);
+    }
+    db.flush().unwrap();
+    for i in LOADED..LOADED + 600 {
+        db.put(key(i), val(i, 1)).unwrap();
+        model.insert(i, 1);
+    }
+    // First the range from the load's last key: the new keys' tables overlap nothing of
+    // the level below them and move (a range without the load's last key would have its
+    // deepest level there, and blob files get it compacted in place instead); then the
+    // whole range, which merges the overwrites.
+    let (moved, merged) = moves_and_merges(&db);
+    let last = key(LOADED - 1);
+    db.compact_range(Some(last.as_bytes()), None).unwrap();
+    let (moved_now, _) = moves_and_merges(&db);
+    assert!(
+        moved_now > moved,
+        "no move: {}",
+        db.property("leveldb.sstables").unwrap()
+    );
+    check(&db, &model, &now, "after the new keys' moves");
+    check(&db, &m0, &s0_at, "s0 after the new keys' moves");
+    check(&db, &m1, &s1_at, "s1 after the new keys' moves");
+    db.compact_range(None, None).unwrap();
+    let (_, merged_now) = moves_and_merges(&db);
+    assert!(merged_now > merged, "no merge");
+    check(&db, &model, &now, "after the overwrites");
+    check(&db, &m0, &s0_at, "s0 after the overwrites");
+    check(&db, &m1, &s1_at, "s1 after the overwrites");
+
+    // Deletions (never plain), under both snapshots still.
+    for i in (5..LOADED + 600).step_by(101) {
+        db.delete(key(i)).unwrap();
+        model.remove(&i);
+    }
+    db.compact_range(None, None).unwrap();
+    check(&db, &model, &now, "after the deletions");
+    check(&db, &m0, &s0_at, "s0 after the deletions");
+    check(&db, &m1, &s1_at, "s1 after the deletions");
+
+    // The snapshots let go: a last compaction drops what only they read.
+    drop((s0_at, s1_at));
+    db.compact_range(None, None).unwrap();
+    check(&db, &model, &now, "after the snapshots");
+    let report = db.verify().unwrap();
+    assert_eq!(report.entries, model.len() as u64, "{report:?}");
+    assert!(report.blob_values > 0, "{report:?}");
+    assert!(report.unreferenced.is_empty(), "{report:?}");
+    db.close().unwrap();
+    let db = Db::open(&dir, options()).unwrap();
+    check(&db, &model, &now, "after a reopen");
+    db.close().unwrap();
 }
