@@ -9,6 +9,7 @@ mod engine;
 mod flags;
 mod journal;
 mod peers;
+mod probe;
 mod report;
 mod results;
 mod suite;
@@ -204,6 +205,7 @@ fn run(flags: &Flags) -> Result<()> {
         machine: machine.clone(),
         page_cache: "not dropped between benchmarks: the database may sit in the OS page cache"
             .into(),
+        probes: Vec::new(),
         runs: Vec::new(),
         summary: Vec::new(),
     };
@@ -218,6 +220,9 @@ fn run(flags: &Flags) -> Result<()> {
     // Round by round, group by group, engine by engine: every engine meets the machine in
     // the same state of noise as often as the others.
     for round in 0..rounds {
+        let reading = probe::take(round);
+        println!("{}\n", probe::line(&reading));
+        doc.probes.push(reading);
         for (gi, g) in groups.iter().enumerate() {
             for column in &engines {
                 if rounds > 1 {
@@ -274,6 +279,9 @@ fn run(flags: &Flags) -> Result<()> {
     let names: Vec<&str> = engines.iter().map(Column::name).collect();
     if names.len() > 1 || rounds > 1 {
         println!("{}", summary::table(&doc.summary, &names));
+    }
+    if let Some(state) = probe::summary(&doc.probes) {
+        println!("{state}");
     }
     if let Some(path) = &flags.json {
         let text = serde_json::to_string_pretty(&doc)?;

@@ -171,6 +171,10 @@ pub struct Document {
     pub machine: Machine,
     /// Whether the OS page cache was dropped between benchmarks (it is not: say so).
     pub page_cache: String,
+    /// The machine's state before each round (`probe.rs`); empty in files written before
+    /// the tool took readings.
+    #[serde(default)]
+    pub probes: Vec<crate::probe::Probe>,
     /// One entry per engine, group and repeat.
     pub runs: Vec<EngineRun>,
     /// Medians over the repeats, per benchmark and engine.

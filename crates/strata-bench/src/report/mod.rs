@@ -500,12 +500,15 @@ impl<'a> Page<'a> {
             h,
             "<p class=\"lede\">Strata and {peers} peer{ps} through the same \
              <code>strata-bench</code> workloads, one engine after another, {rounds}. Run {date} \
-             on {machine}.</p>",
+             on {machine}.{state}</p>",
             peers = self.peers(),
             ps = if self.peers() == 1 { "" } else { "s" },
             rounds = self.rounds_text(),
             date = esc(&self.started_text()),
             machine = machine_text(&doc.machine),
+            state = crate::probe::summary(&doc.probes)
+                .map(|s| format!(" {}.", esc(&s)))
+                .unwrap_or_default(),
         );
         h.push_str(
             "<p class=\"how\">Bars are operations per second (entries per second for batches): \
@@ -1091,6 +1094,7 @@ mod tests {
                 kernel: "6".into(),
             },
             page_cache: "kept".into(),
+            probes: Vec::new(),
             runs,
             summary: Vec::new(),
         }]

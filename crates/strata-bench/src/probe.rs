@@ -1,0 +1,155 @@
+//! A reading of the machine's state: how fast it computes and how long a load from memory
+//! takes, now. The machines this tool runs on drift (2.5x between days, 2x within minutes,
+//! `docs/results/2026-11-27-slow-state/`), and a ratio of two engines moves with that
+//! state: one engine slows more than another when memory slows more than the CPU. Each
+//! round of a run takes a reading before it starts, and the report prints them, so a
+//! figure comes with the state it was measured in.
+//!
+//! A reading costs about a second and holds 64 MiB only while it runs (freed before any
+//! engine starts, so it is in no engine's peak RSS).
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::workload::Rng;
+
+/// One reading, taken before a round.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Probe {
+    /// The round it was taken before (0-based).
+    pub round: usize,
+    /// Nanoseconds a step of a chain of dependent multiplies and shifts (SplitMix64's
+    /// mixer) took: the CPU's speed, nothing of memory.
+    pub cpu_ns: f64,
+    /// Nanoseconds a load of a random pointer chase over 64 MiB took: each load misses
+    /// every CPU cache and, mostly, the TLB, as a random read of a large table does.
+    pub memory_ns: f64,
+}
+
+const CPU_STEPS: u64 = 20_000_000;
+const CHASE_BYTES: usize = 64 << 20;
+const CHASE_LOADS: usize = 2_000_000;
+
+/// Takes a reading (about a second).
+pub fn take(round: usize) -> Probe {
+    Probe {
+        round,
+        cpu_ns: cpu_ns(CPU_STEPS),
+        memory_ns: memory_ns(CHASE_BYTES, CHASE_LOADS),
+    }
+}
+
+/// The reading as one line of the text report.
+pub fn line(p: &Probe) -> String {
+    format!(
+        "Machine:    {:.2} ns a CPU step, {:.0} ns a memory load (read before round {})",
+        p.cpu_ns,
+        p.memory_ns,
+        p.round + 1
+    )
+}
+
+/// The readings' ranges, for the end of the report; `None` without readings.
+pub fn summary(probes: &[Probe]) -> Option<String> {
+    let range = |f: fn(&Probe) -> f64| {
+        probes
+            .iter()
+            .map(f)
+            .fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(v), hi.max(v)))
+    };
+    if probes.is_empty() {
+        return None;
+    }
+    let (c0, c1) = range(|p| p.cpu_ns);
+    let (m0, m1) = range(|p| p.memory_ns);
+    Some(format!(
+        "Machine state over the rounds: {c0:.2}-{c1:.2} ns a CPU step, {m0:.0}-{m1:.0} ns a \
+         memory load (see docs/bench.md, \"The machine's state\")"
+    ))
+}
+
+fn cpu_ns(steps: u64) -> f64 {
+    let start = Instant::now();
+    let mut z = std::hint::black_box(0x9e37_79b9_7f4a_7c15u64);
+    for _ in 0..steps {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    }
+    std::hint::black_box(z);
+    start.elapsed().as_nanos() as f64 / steps.max(1) as f64
+}
+
+/// Sattolo's shuffle of `0..n`: a random permutation that is a single cycle, so a chase
+/// through it meets every slot once before it comes back to one.
+fn one_cycle(n: usize) -> Vec<u32> {
+    let mut next: Vec<u32> = (0..n as u32).collect();
+    let mut rng = Rng::new(0x5eed);
+    for i in (1..n).rev() {
+        let j = rng.uniform(i as u64) as usize;
+        next.swap(i, j);
+    }
+    next
+}
+
+/// Slots of the chase in a 64-byte cache line.
+const LINE: usize = 64 / std::mem::size_of::<u32>();
+
+fn memory_ns(bytes: usize, loads: usize) -> f64 {
+    // One slot a cache line, the lines in a random cycle: each load is a line of its own,
+    // and the shuffle moves line numbers (a few MiB), not every slot.
+    let lines = (bytes / 64).max(2);
+    let mut next = vec![0u32; lines * LINE];
+    for (line, &to) in one_cycle(lines).iter().enumerate() {
+        next[line * LINE] = to * LINE as u32;
+    }
+    let start = Instant::now();
+    let mut at = 0u32;
+    for _ in 0..loads {
+        at = next[at as usize];
+    }
+    std::hint::black_box(at);
+    start.elapsed().as_nanos() as f64 / loads.max(1) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readings_are_plausible() {
+        // Small sizes: a test checks the arithmetic, not the machine.
+        let cpu = cpu_ns(100_000);
+        let mem = memory_ns(1 << 20, 100_000);
+        assert!(cpu > 0.0 && cpu < 1_000.0, "{cpu}");
+        assert!(mem > 0.0 && mem < 100_000.0, "{mem}");
+    }
+
+    #[test]
+    fn the_chase_is_one_cycle() {
+        let n = 1000;
+        let next = one_cycle(n);
+        let mut at = 0usize;
+        for step in 1..=n {
+            at = next[at] as usize;
+            if at == 0 {
+                assert_eq!(step, n, "a cycle of {step} slots, not {n}");
+            }
+        }
+        assert_eq!(at, 0);
+    }
+
+    #[test]
+    fn summary_gives_the_ranges() {
+        let p = |round, cpu_ns, memory_ns| Probe {
+            round,
+            cpu_ns,
+            memory_ns,
+        };
+        assert_eq!(summary(&[]), None);
+        let s = summary(&[p(0, 1.5, 120.0), p(1, 3.0, 95.0)]).unwrap();
+        assert!(s.contains("1.50-3.00 ns a CPU step"), "{s}");
+        assert!(s.contains("95-120 ns a memory load"), "{s}");
+        assert!(line(&p(1, 1.5, 120.0)).contains("before round 2"));
+    }
+}
