@@ -256,6 +256,13 @@ fn plain_moves_keep_snapshots_blob_values_and_deletions() {
         }
     };
     let now = ReadOptions::default();
+    // The current state, then each snapshot still held, against its model.
+    let check_all = |db: &Db, model: &Model, held: &[(&str, &Model, &ReadOptions)], what: &str| {
+        check(db, model, &now, what);
+        for (name, m, at) in held {
+            check(db, m, at, &format!("{name} {what}"));
+        }
+    };
     let moves_and_merges = |db: &Db| {
         let c = db.counters();
         (c.table_moves, c.compactions)
@@ -283,8 +290,7 @@ fn plain_moves_keep_snapshots_blob_values_and_deletions() {
     // While blob files exist, `compact_range` ends by compacting the deepest level into
     // itself (`db/manual.rs`): that one merge, no other.
     assert_eq!(merged_now, merged + 1, "a plain load was merged");
-    check(&db, &model, &now, "after the moves");
-    check(&db, &m0, &s0_at, "s0 after the moves");
+    check_all(&db, &model, &[("s0", &m0, &s0_at)], "after the moves");
 
     // Under a second snapshot: sorted overwrites over the moved tables (plain tables, but
     // over older versions in the level below: merged, the older versions kept for the
@@ -294,6 +300,7 @@ fn plain_moves_keep_snapshots_blob_values_and_deletions() {
         snapshot: Some(s1),
         ..Default::default()
     };
+    let held = [("s0", &m0, &s0_at), ("s1", &m1, &s1_at)];
     for i in (0..LOADED).step_by(97) {
         db.put(key(i), val(i, 1)).unwrap();
         model.insert(i, 1);
@@ -316,15 +323,11 @@ fn plain_moves_keep_snapshots_blob_values_and_deletions() {
         "no move: {}",
         db.property("leveldb.sstables").unwrap()
     );
-    check(&db, &model, &now, "after the new keys' moves");
-    check(&db, &m0, &s0_at, "s0 after the new keys' moves");
-    check(&db, &m1, &s1_at, "s1 after the new keys' moves");
+    check_all(&db, &model, &held, "after the new keys' moves");
     db.compact_range(None, None).unwrap();
     let (_, merged_now) = moves_and_merges(&db);
     assert!(merged_now > merged, "no merge");
-    check(&db, &model, &now, "after the overwrites");
-    check(&db, &m0, &s0_at, "s0 after the overwrites");
-    check(&db, &m1, &s1_at, "s1 after the overwrites");
+    check_all(&db, &model, &held, "after the overwrites");
 
     // Deletions (never plain), under both snapshots still.
     for i in (5..LOADED + 600).step_by(101) {
@@ -332,9 +335,7 @@ fn plain_moves_keep_snapshots_blob_values_and_deletions() {
         model.remove(&i);
     }
     db.compact_range(None, None).unwrap();
-    check(&db, &model, &now, "after the deletions");
-    check(&db, &m0, &s0_at, "s0 after the deletions");
-    check(&db, &m1, &s1_at, "s1 after the deletions");
+    check_all(&db, &model, &held, "after the deletions");
 
     // The snapshots let go: a last compaction drops what only they read.
     drop((s0_at, s1_at));
