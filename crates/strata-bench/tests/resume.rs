@@ -58,7 +58,9 @@ fn an_interrupted_run_goes_on_from_its_journal() {
     assert_eq!(probes.len(), 2, "{probes:?}");
     for (round, p) in probes.iter().enumerate() {
         assert_eq!(p["round"].as_u64(), Some(round as u64));
-        assert!(p["cpu_ns"].as_f64().unwrap() > 0.0 && p["memory_ns"].as_f64().unwrap() > 0.0);
+        for field in ["cpu_ns", "cache_ns", "memory_ns"] {
+            assert!(p[field].as_f64().unwrap() > 0.0, "{field}: {p}");
+        }
     }
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(text.matches("Machine:    ").count(), 2, "{text}");
