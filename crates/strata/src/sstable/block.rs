@@ -8,13 +8,21 @@
 //!
 //! Fences (T5): a block whose keys are internal keys over bytewise user keys can carry a
 //! summary of its restart keys, built when it is read: the bytes every restart's user key
-//! starts with, and for each restart the next 8 bytes of its user key as a big-endian
-//! word. A seek then binary-searches those words, one small array, and reads a restart's
-//! entry only when its word equals the target's; without fences each probe of the search
-//! reads an entry somewhere in the block, a cache miss on a cache larger than the CPU's.
-//! Words decide only strict order: a word below the target's means a user key below the
-//! target's (both start with the same bytes; zero padding can only make a key look
-//! smaller when it is a prefix of the other, so also smaller), and the same above.
+//! but the last starts with (the prefix), and for each restart the next 8 bytes of its
+//! user key as a big-endian word. A seek then binary-searches those words, one small
+//! array, and reads a restart's entry only when its word equals the target's; without
+//! fences each probe of the search reads an entry somewhere in the block, a cache miss on
+//! a cache larger than the CPU's. Words decide only strict order: a word below the
+//! target's means a user key below the target's (both start with the prefix; zero padding
+//! can only make a key look smaller when it is a prefix of the other, so also smaller),
+//! and the same above.
+//!
+//! The last restart key may not start with the prefix: a table's last index key is the
+//! short successor of its last key (`"1"` after keys `"000..."`), and a prefix shared by
+//! it too would be empty, every word alike and every probe a read of an entry. Such a key
+//! is above every key that starts with the prefix (it sorts after the first key and
+//! differs from it inside the prefix), so its fence is `u64::MAX`: above every target's
+//! word but `u64::MAX` itself, which is a tie and reads the entry.
 //!
 //! Invariant:
 //! - T5 a seek on a block with fences lands where the same seek on the same bytes
@@ -46,10 +54,14 @@ pub struct Block {
     num_restarts: usize,
     /// T5, empty when the block has none: `fences[i]` for restart `i` is the word of its
     /// user key's 8 bytes after the first `fence_skip` (zero-padded), and
-    /// `fences[num_restarts..]` hold those first `fence_skip` bytes, which every restart's
-    /// user key shares, 8 to a word (zero-padded).
+    /// `fences[num_restarts..]` hold those first `fence_skip` bytes (the prefix), which
+    /// every restart's user key but perhaps the last shares, 8 to a word (zero-padded). A
+    /// last key without the prefix has the fence `u64::MAX`.
     fences: Vec<u64>,
     fence_skip: usize,
+    /// How many restarts, from the first, have user keys that start with the prefix: all,
+    /// or all but the last (whose fence is then `u64::MAX`).
+    prefixed: usize,
     /// The block is kept (cached, or a table's index) and sought long after it was read,
     /// when its lines have likely left the CPU's caches: a seek touches its restart
     /// region first. A block read for one lookup is in the caches already (just decoded)
@@ -92,7 +104,8 @@ impl crate::cache::Cached for Block {
 enum Place {
     /// Before every restart key.
     Before,
-    /// After every restart key.
+    /// After every restart key that starts with the fences' prefix (all, or all but the
+    /// last).
     After,
     /// Among them: the word to compare with each restart's fence.
     Word(u64),
@@ -154,6 +167,7 @@ impl Block {
             num_restarts,
             fences: Vec::new(),
             fence_skip: 0,
+            prefixed: 0,
             kept: false,
         };
         let mut previous = 0;
@@ -200,16 +214,26 @@ impl Block {
             }
         }
         let first = keys[0];
-        let skip = keys
+        let (body, last) = keys.split_at(keys.len() - 1);
+        let skip = body
             .iter()
             .map(|k| crate::coding::shared_prefix_len(first, k))
             .min()
             .unwrap_or(0);
+        let last = last[0];
+        let outside = crate::coding::shared_prefix_len(first, last) < skip;
         let mut fences = Vec::with_capacity(keys.len() + skip.div_ceil(8));
-        fences.extend(keys.iter().map(|k| word_at(k, skip)));
+        fences.extend(body.iter().map(|k| word_at(k, skip)));
+        fences.push(if outside {
+            u64::MAX
+        } else {
+            word_at(last, skip)
+        });
         fences.extend((0..skip.div_ceil(8)).map(|w| word_at(&first[..skip], 8 * w)));
+        let prefixed = keys.len() - usize::from(outside);
         self.fences = fences;
         self.fence_skip = skip;
+        self.prefixed = prefixed;
     }
 
     /// Where the fences put internal key `target` among the restart keys.
@@ -496,7 +520,9 @@ impl<O: Comparator + Clone> Cursor for BlockIter<O> {
         let (mut left, mut right) = (0, self.block.num_restarts - 1);
         match place {
             Place::Before => right = 0,
-            Place::After => left = right,
+            // Above every key with the prefix: the last restart, or the last but one when
+            // the last key lies outside the prefix (then its entry decides).
+            Place::After => left = self.block.prefixed - 1,
             Place::Word(_) | Place::Unknown => {}
         }
         while left < right {
@@ -785,8 +811,20 @@ mod tests {
             tails in proptest::collection::btree_set(proptest::collection::vec(byte(), 0..12), 1..80),
             interval in 1usize..6,
             probes in proptest::collection::vec((proptest::collection::vec(byte(), 0..34), 0u64..12), 0..40),
+            successor in any::<bool>(),
         ) {
-            let es = internal_entries(&prefix, &tails);
+            let mut es = internal_entries(&prefix, &tails);
+            if successor {
+                // Ends as a table's index does: the short successor of the last user key,
+                // mostly outside the prefix the others share.
+                let last = user_key(&es[es.len() - 1].0).to_vec();
+                let mut next = last.clone();
+                crate::comparator::short_successor(&mut next);
+                if next > last {
+                    let k = crate::key::make_internal_key(&next, 3, crate::key::ValueType::Value);
+                    es.push((k, b"end".to_vec()));
+                }
+            }
             let mut b = BlockBuilder::new(interval);
             for (k, v) in &es {
                 b.add(k, v);
@@ -820,6 +858,41 @@ mod tests {
                 prop_assert_eq!(f.key(), expected.map_or(&[][..], |(k, _)| &k[..]));
             }
         }
+    }
+
+    /// A table's index ends with the short successor of its last key (`"1"` after keys
+    /// `"0000..."`): the other keys keep their long shared prefix, so the fences decide.
+    #[test]
+    fn an_index_ending_in_a_short_successor_keeps_its_prefix() {
+        let user = |i: u32| format!("{:016}", 1000 + 37 * i).into_bytes();
+        let ikey = |u: &[u8]| crate::key::make_internal_key(u, 7, crate::key::ValueType::Value);
+        let mut es: Vec<(Vec<u8>, Vec<u8>)> = (0..500).map(|i| (ikey(&user(i)), vec![1])).collect();
+        es.push((ikey(b"1"), vec![2]));
+        let mut b = BlockBuilder::new(1);
+        for (k, v) in &es {
+            b.add(k, v);
+        }
+        let block = Arc::new(Block::kept(b.finish().to_vec(), true).unwrap());
+        assert_eq!(
+            block.fence_skip, 11,
+            "the prefix of the keys before the successor"
+        );
+        assert_eq!(block.prefixed, 500);
+        assert_eq!(block.fences[500], u64::MAX);
+        let order = crate::comparator::InternalBytewise;
+        let mut it = block.iter(order);
+        for (i, (k, _)) in es.iter().enumerate() {
+            it.seek(k);
+            assert_eq!(it.restart_number(), Some(i));
+        }
+        // Past every key with the prefix, below the successor; and past the successor.
+        it.seek(&ikey(b"0000000000999999"));
+        assert_eq!(it.restart_number(), Some(500));
+        it.seek(&ikey(b"2"));
+        assert!(!it.valid());
+        // A target below the prefix lands on the first key.
+        it.seek(&ikey(b"0"));
+        assert_eq!(it.restart_number(), Some(0));
     }
 
     proptest! {
