@@ -56,11 +56,13 @@ pub fn take(round: usize) -> Probe {
 /// The reading as one line of the text report.
 pub fn line(p: &Probe) -> String {
     format!(
-        "Machine:    {:.2} ns a CPU step, {:.0} ns a load over 4 MiB, {:.0} ns over 64 MiB \
+        "Machine:    {:.2} ns a CPU step, {:.0} ns a load over {} MiB, {:.0} ns over {} MiB \
          (read before round {})",
         p.cpu_ns,
         p.cache_ns,
+        CACHE_CHASE_BYTES >> 20,
         p.memory_ns,
+        CHASE_BYTES >> 20,
         p.round + 1
     )
 }
@@ -81,13 +83,17 @@ pub fn summary(probes: &[Probe]) -> Option<String> {
     let (m0, m1) = range(|p| p.memory_ns);
     // Readings from before the 4 MiB load was timed hold 0 for it.
     let cache = if k0 > 0.0 {
-        format!(", {k0:.0}-{k1:.0} ns a load over 4 MiB")
+        format!(
+            ", {k0:.0}-{k1:.0} ns a load over {} MiB",
+            CACHE_CHASE_BYTES >> 20
+        )
     } else {
         String::new()
     };
     Some(format!(
         "Machine state over the rounds: {c0:.2}-{c1:.2} ns a CPU step{cache}, {m0:.0}-{m1:.0} \
-         ns a load over 64 MiB (see docs/bench.md, \"The machine's state\")"
+         ns a load over {} MiB (see docs/bench.md, \"The machine's state\")",
+        CHASE_BYTES >> 20
     ))
 }
 
