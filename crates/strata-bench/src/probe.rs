@@ -7,7 +7,7 @@
 //!
 //! Two loads are timed: one over 4 MiB, which fits the last-level cache of the CPUs this
 //! runs on (32 MiB, shared by several cores) when that cache is the machine's own, and one
-//! over 64 MiB, which fits no cache. On 2026-11-27 the first read from 23 to 176 ns within
+//! over 64 MiB, which fits no cache. On 2026-11-27 the first read from 22 to 176 ns within
 //! minutes, mostly 130-180 ns, near the second's 200 ns: other work held most of the shared
 //! cache, so most of what an engine kept beyond the core's own 512 KiB came from memory.
 //!
