@@ -101,6 +101,7 @@ pub mod memtable;
 mod memtable;
 mod open_files;
 mod options;
+mod prefetch;
 mod snapshot;
 #[cfg(feature = "internals")]
 #[doc(hidden)]

@@ -292,10 +292,10 @@ impl Block {
         })
     }
 
-    /// Reads a byte of every cache line of restart region `index` (its entries up to the
-    /// next restart point): independent loads the CPU overlaps, where the scan that
-    /// follows would otherwise meet each miss in turn (a region of 16 entries of a
-    /// hundred bytes spans about 30 lines).
+    /// Asks the CPU for every cache line of restart region `index` (its entries up to the
+    /// next restart point), where the scan that follows would otherwise meet each miss
+    /// in turn (a region of 16 entries of a hundred bytes spans about 30 lines).
+    /// Prefetches rather than loads, so the scan starts as the first lines arrive.
     #[inline]
     fn touch_region(&self, index: usize) {
         let start = self.restart_point(index);
@@ -305,7 +305,7 @@ impl Block {
             self.restarts
         };
         if let Some(region) = self.data.get(start..end.max(start)) {
-            super::format::touch_lines(region);
+            crate::prefetch::lines(region);
         }
     }
 
