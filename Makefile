@@ -122,10 +122,10 @@ stress-soak: deps
 	STRATA_STRESS_DIR=$(CURDIR)/target/stress-soak STRATA_STRESS_THREADS=16 STRATA_STRESS_OPS=5000000 STRATA_STRESS_PHASE_OPS=50000 $(CARGO) test --release -p strata --test stress threads_against -- --nocapture
 
 # Miri runs the unit tests of every module with `unsafe` code that Miri can run: the skip
-# list (memtable/skiplist.rs, prefetch.rs; the skip list's counts scale down under Miri). The memtable's own tests
-# and the cursor conformance walk, which use it without `unsafe` of their own, take over
-# 20 minutes under Miri and are left to ASan and TSan (`make sanitize`). Needs the
-# nightly toolchain; installs Miri.
+# list (memtable/skiplist.rs; its counts scale down under Miri) and prefetch.rs. The
+# memtable's own tests and the cursor conformance walk, which use the skip list without
+# `unsafe` of their own, take over 20 minutes under Miri and are left to ASan and TSan
+# (`make sanitize`). Needs the nightly toolchain; installs Miri.
 miri:
 	rustup component add --toolchain nightly miri rust-src
 	$(CARGO) +nightly miri test -p strata --lib memtable::skiplist

@@ -30,9 +30,18 @@ pub fn lines_tail_first(bytes: &[u8]) {
 /// Asks for every line of `bytes`, from the front.
 #[inline]
 pub fn lines(bytes: &[u8]) {
-    for chunk in bytes.chunks(LINE) {
-        line(chunk);
+    for at in line_starts(bytes.as_ptr().addr() % LINE, bytes.len()) {
+        line(&bytes[at..]);
     }
+}
+
+/// Offsets into `len` bytes starting `skew` bytes into a line, one in each line they
+/// span: the first byte, then each later line's first byte. (Steps of a line from the
+/// first byte would miss the last line when the bytes do not start at one.)
+fn line_starts(skew: usize, len: usize) -> impl Iterator<Item = usize> {
+    let first = (len > 0).then_some(0);
+    let rest = (LINE - skew % LINE..len).step_by(LINE);
+    first.into_iter().chain(rest)
 }
 
 /// Asks for the line that holds `bytes[0]` (nothing for an empty slice).
@@ -75,5 +84,23 @@ mod tests {
         lines_tail_first(&[]);
         // Nothing the program can see changes.
         assert!(data.iter().enumerate().all(|(i, &b)| b == (i % 256) as u8));
+    }
+
+    /// Every line the bytes span is asked for, once. Arithmetic only (no `unsafe`), and
+    /// too many cases for Miri's pace: run natively.
+    #[test]
+    #[cfg_attr(miri, ignore)]
+    fn every_line_spanned_is_asked_for_once() {
+        for skew in 0..LINE {
+            for len in 0..300 {
+                let asked: Vec<usize> = line_starts(skew, len)
+                    .map(|at| (skew + at) / LINE)
+                    .collect();
+                let spanned: Vec<usize> = (skew..skew + len).map(|b| b / LINE).collect();
+                let mut expected = spanned.clone();
+                expected.dedup();
+                assert_eq!(asked, expected, "skew {skew}, len {len}");
+            }
+        }
     }
 }
