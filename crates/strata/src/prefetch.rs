@@ -5,7 +5,8 @@
 //! with the work that needs the first lines while the later ones arrive; a plain load of
 //! each line ([`crate::sstable::format::touch_lines`]) overlaps the fetches too but holds
 //! the CPU's reorder buffer until each arrives (a 4 KiB block is 64 of them). Measured on
-//! a random read of uncompressed blocks read in place (`docs/results/`).
+//! a random read of uncompressed blocks read in place
+//! (`docs/results/2026-11-27-prefetch/`).
 //!
 //! A prefetch never faults and changes nothing a program can observe but timing: any
 //! address may be given, so the functions here are safe for any slice. The `unsafe` here

@@ -230,8 +230,8 @@ impl Table {
     /// [`Table::read_block`], for `purpose`: a block read in place for a point lookup has
     /// every cache line prefetched first, its last (trailer, restart array) first: they
     /// and the entries a seek probes are all about to be read, in dependent steps, and
-    /// the fetches overlap those misses. A walk, which reads the block front to back, is left to the hardware's
-    /// own prefetching (touching first made a scan 9 % slower). `entry` is the number of
+    /// the fetches overlap those misses. A walk, which reads the block front to back, is
+    /// left to the hardware's own prefetching (touching first made a scan 9 % slower). `entry` is the number of
     /// the index entry that gave `handle`, when known (its marks are then found without a
     /// search, `verified.rs`).
     fn read_block_for(
