@@ -45,6 +45,8 @@ use crate::error::{Error, Result};
 use crate::iter::Cursor;
 use crate::key::user_key;
 
+use super::key_buf::KeyBuf;
+
 /// A decoded block: its bytes and where its restart array starts.
 #[derive(Debug)]
 pub struct Block {
@@ -273,19 +275,30 @@ impl Block {
     }
 
     /// The header of the entry at `offset`; `None` if it runs past the entries.
-    #[inline]
+    #[inline(always)]
     fn entry_at(&self, offset: usize) -> Option<Entry> {
         let src = self.data.get(offset..self.restarts)?;
-        let (shared, a) = decode_varint32(src)?;
-        let (non_shared, b) = decode_varint32(&src[a..])?;
-        let (value_len, c) = decode_varint32(&src[a + b..])?;
-        let header = a + b + c;
-        let (non_shared, value_len) = (non_shared as usize, value_len as usize);
+        // Most headers are three one-byte varints (every length below 128): tried first,
+        // as LevelDB's `DecodeEntry` does.
+        let (shared, non_shared, value_len, header) = match *src {
+            [s, n, v, ..] if (s | n | v) < 0x80 => (s.into(), n.into(), v.into(), 3),
+            _ => {
+                let (shared, a) = decode_varint32(src)?;
+                let (non_shared, b) = decode_varint32(&src[a..])?;
+                let (value_len, c) = decode_varint32(&src[a + b..])?;
+                (
+                    shared as usize,
+                    non_shared as usize,
+                    value_len as usize,
+                    a + b + c,
+                )
+            }
+        };
         if (src.len() - header) < non_shared.checked_add(value_len)? {
             return None;
         }
         Some(Entry {
-            shared: shared as usize,
+            shared,
             non_shared,
             value_len,
             delta: offset + header,
@@ -329,7 +342,8 @@ impl Block {
             order,
             current: self.restarts,
             restart_index: self.num_restarts,
-            key: Vec::new(),
+            next_restart: usize::MAX,
+            key: KeyBuf::default(),
             value: (self.restarts, self.restarts),
             behind: Behind::default(),
             err: None,
@@ -389,7 +403,10 @@ pub struct BlockIter<O: Comparator + Clone> {
     current: usize,
     /// The restart region the current entry is in.
     restart_index: usize,
-    key: Vec<u8>,
+    /// Where the next restart region starts (`usize::MAX` after the last): kept beside
+    /// `restart_index` so a forward step does not decode the restart array.
+    next_restart: usize,
+    key: KeyBuf,
     /// The current value as `data[value.0..value.1]`; `value.1` is where the next entry
     /// starts.
     value: (usize, usize),
@@ -439,6 +456,7 @@ impl<O: Comparator + Clone> BlockIter<O> {
     fn invalidate(&mut self) {
         self.current = self.block.restarts;
         self.restart_index = self.block.num_restarts;
+        self.next_restart = usize::MAX;
         self.key.clear();
         self.value = (self.current, self.current);
         self.behind.clear();
@@ -451,9 +469,18 @@ impl<O: Comparator + Clone> BlockIter<O> {
     fn seek_to_restart_point(&mut self, index: usize) {
         self.behind.clear();
         self.key.clear();
-        self.restart_index = index;
+        self.set_restart_index(index);
         let offset = self.block.restart_point(index);
         self.value = (offset, offset);
+    }
+
+    fn set_restart_index(&mut self, index: usize) {
+        self.restart_index = index;
+        self.next_restart = if index + 1 < self.block.num_restarts {
+            self.block.restart_point(index + 1)
+        } else {
+            usize::MAX
+        };
     }
 
     /// Decodes the entry after the current one; false at the end or on damage.
@@ -471,15 +498,12 @@ impl<O: Comparator + Clone> BlockIter<O> {
             self.corrupt("shared prefix longer than the previous key");
             return false;
         }
-        self.key.truncate(e.shared);
         self.key
-            .extend_from_slice(&self.block.data[e.delta..e.delta + e.non_shared]);
+            .rebuild(e.shared, &self.block.data[e.delta..e.delta + e.non_shared]);
         let value_start = e.delta + e.non_shared;
         self.value = (value_start, value_start + e.value_len);
-        while self.restart_index + 1 < self.block.num_restarts
-            && self.block.restart_point(self.restart_index + 1) < self.current
-        {
-            self.restart_index += 1;
+        while self.next_restart < self.current {
+            self.set_restart_index(self.restart_index + 1);
         }
         true
     }
@@ -576,9 +600,7 @@ impl<O: Comparator + Clone> Cursor for BlockIter<O> {
         // The entry before this one was decoded by an earlier step back: no scan.
         if let Some((offset, key_end, value)) = self.behind.entries.pop() {
             let key_start = self.behind.entries.last().map_or(0, |e| e.1);
-            self.key.clear();
-            self.key
-                .extend_from_slice(&self.behind.keys[key_start..key_end]);
+            self.key.set(&self.behind.keys[key_start..key_end]);
             self.behind.keys.truncate(key_start);
             self.current = offset;
             self.value = value;

@@ -21,6 +21,7 @@ mod block;
 mod block_builder;
 mod filter_block;
 pub mod format;
+mod key_buf;
 mod table;
 mod table_builder;
 mod verified;
