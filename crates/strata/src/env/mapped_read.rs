@@ -93,6 +93,15 @@ impl std::ops::Deref for MappedBytes {
 }
 
 impl MappedBytes {
+    /// Bytes `start..end` of the range (clamped to it).
+    pub fn range(mut self, start: usize, end: usize) -> MappedBytes {
+        let len = self.end - self.start;
+        let (start, end) = (start.min(len), end.min(len));
+        self.end = self.start + end.max(start);
+        self.start += start;
+        self
+    }
+
     /// The first `len` bytes of the range (all of them when it is shorter).
     pub fn prefix(mut self, len: usize) -> MappedBytes {
         self.end = self.end.min(self.start.saturating_add(len));
@@ -261,6 +270,18 @@ mod tests {
         assert_eq!(m.mapped().unwrap(), &data[..]);
         m.release(data.len() as u64 + 10, 100);
         m.release(u64::MAX, u64::MAX);
+    }
+
+    #[test]
+    fn a_range_of_a_range_is_clamped_to_it() {
+        let data: Vec<u8> = (0..200u8).collect();
+        let (_dir, m) = mapped(&data);
+        let bytes = m.unwrap().map_range(50, 100).unwrap();
+        assert_eq!(&bytes.clone().range(10, 20)[..], &data[60..70]);
+        assert_eq!(&bytes.clone().range(0, 100)[..], &data[50..150]);
+        assert_eq!(&bytes.clone().range(90, 500)[..], &data[140..150]);
+        assert!(bytes.clone().range(120, 130).is_empty());
+        assert!(bytes.clone().range(30, 20).is_empty());
     }
 
     #[test]

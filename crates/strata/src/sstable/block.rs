@@ -337,14 +337,55 @@ impl Block {
 
     /// A cursor over the entries, ordered by `order`.
     pub fn iter<O: Comparator + Clone>(self: &Arc<Self>, order: O) -> BlockIter<O> {
-        BlockIter {
+        BlockIter::over(Arc::clone(self), order)
+    }
+
+    /// A cursor that borrows the block: for one lookup in a block nobody else holds (read
+    /// in place from the map) or that its owner outlives (a table's index), with no
+    /// reference count to take and, for a block read in place, no allocation.
+    pub fn iter_borrowed<O: Comparator + Clone>(&self, order: O) -> BlockIter<O, &Block> {
+        BlockIter::over(self, order)
+    }
+}
+
+/// What a cursor holds its block by: a shared reference count, or a borrow.
+pub trait BlockRef: std::ops::Deref<Target = Block> + std::fmt::Debug {
+    /// Bytes `start..end` of the block as a view that keeps them alive.
+    fn pin(&self, start: usize, end: usize) -> BlockSlice;
+}
+
+impl BlockRef for Arc<Block> {
+    fn pin(&self, start: usize, end: usize) -> BlockSlice {
+        BlockSlice::Block {
             block: Arc::clone(self),
+            start,
+            end,
+        }
+    }
+}
+
+impl BlockRef for &Block {
+    /// A mapped block's bytes stay alive by the map (no copy); a block of its own is
+    /// copied, since the borrow ends with the cursor.
+    fn pin(&self, start: usize, end: usize) -> BlockSlice {
+        match &self.data {
+            Bytes::Mapped(m) => BlockSlice::Mapped(m.clone().range(start, end)),
+            Bytes::Owned(v) => BlockSlice::Owned(v.get(start..end).unwrap_or(&[]).to_vec()),
+        }
+    }
+}
+
+impl<O: Comparator + Clone, B: BlockRef> BlockIter<O, B> {
+    fn over(block: B, order: O) -> Self {
+        let (restarts, num_restarts) = (block.restarts, block.num_restarts);
+        BlockIter {
+            block,
             order,
-            current: self.restarts,
-            restart_index: self.num_restarts,
+            current: restarts,
+            restart_index: num_restarts,
             next_restart: usize::MAX,
             key: KeyBuf::default(),
-            value: (self.restarts, self.restarts),
+            value: (restarts, restarts),
             behind: Behind::default(),
             err: None,
         }
@@ -379,25 +420,37 @@ struct Entry {
     delta: usize,
 }
 
-/// Bytes inside a block, kept alive by the view: a value handed out without a copy.
+/// Bytes inside a block, kept alive by the view: a value handed out without a copy (but
+/// from a borrowed block of its own, [`BlockRef`]).
 #[derive(Debug, Clone)]
-pub struct BlockSlice {
-    block: Arc<Block>,
-    start: usize,
-    end: usize,
+pub enum BlockSlice {
+    /// Bytes `start..end` of a shared block.
+    Block {
+        block: Arc<Block>,
+        start: usize,
+        end: usize,
+    },
+    /// Bytes of a mapped table (a block read in place), kept alive by the map.
+    Mapped(MappedBytes),
+    /// A copy.
+    Owned(Vec<u8>),
 }
 
 impl std::ops::Deref for BlockSlice {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
-        &self.block.data[self.start..self.end]
+        match self {
+            BlockSlice::Block { block, start, end } => &block.data[*start..*end],
+            BlockSlice::Mapped(m) => m,
+            BlockSlice::Owned(v) => v,
+        }
     }
 }
 
 /// A cursor over a block's entries.
 #[derive(Debug)]
-pub struct BlockIter<O: Comparator + Clone> {
-    block: Arc<Block>,
+pub struct BlockIter<O: Comparator + Clone, B: BlockRef = Arc<Block>> {
+    block: B,
     order: O,
     /// Offset of the current entry; `block.restarts` when not valid.
     current: usize,
@@ -415,15 +468,11 @@ pub struct BlockIter<O: Comparator + Clone> {
     err: Option<Error>,
 }
 
-impl<O: Comparator + Clone> BlockIter<O> {
-    /// The current value as a view that keeps the block alive (empty when not valid).
+impl<O: Comparator + Clone, B: BlockRef> BlockIter<O, B> {
+    /// The current value as a view that keeps its bytes alive (empty when not valid).
     pub fn value_slice(&self) -> BlockSlice {
         let (start, end) = if self.valid() { self.value } else { (0, 0) };
-        BlockSlice {
-            block: Arc::clone(&self.block),
-            start,
-            end,
-        }
+        self.block.pin(start, end)
     }
 
     /// The number of the restart point the current entry starts at; `None` when it
@@ -509,7 +558,7 @@ impl<O: Comparator + Clone> BlockIter<O> {
     }
 }
 
-impl<O: Comparator + Clone> Cursor for BlockIter<O> {
+impl<O: Comparator + Clone, B: BlockRef> Cursor for BlockIter<O, B> {
     fn valid(&self) -> bool {
         self.current < self.block.restarts
     }
@@ -676,6 +725,27 @@ mod tests {
             it.next();
         }
         out
+    }
+
+    #[test]
+    fn a_borrowed_cursor_seeks_and_pins_as_a_shared_one() {
+        let e = entries(100);
+        let block = build(&e, 16);
+        let mut shared = block.iter(BytewiseComparator);
+        let mut borrowed = block.iter_borrowed(BytewiseComparator);
+        for (k, v) in &e {
+            shared.seek(k);
+            borrowed.seek(k);
+            assert_eq!(borrowed.key(), shared.key());
+            // A borrowed block of its own hands out a copy; a shared one a view.
+            let (copy, view) = (borrowed.value_slice(), shared.value_slice());
+            assert!(matches!(copy, BlockSlice::Owned(_)));
+            assert!(matches!(view, BlockSlice::Block { .. }));
+            assert_eq!((&copy[..], &view[..]), (&v[..], &v[..]));
+        }
+        borrowed.seek(b"zzz");
+        assert!(!borrowed.valid());
+        assert!(borrowed.value_slice().is_empty());
     }
 
     #[test]

@@ -67,6 +67,14 @@ impl BlockHandle {
 
     /// Reads a handle that must fill `src` exactly (an index entry's value).
     pub fn decode_exact(src: &[u8]) -> Result<Self> {
+        // Every lookup decodes one: the two varints straight, the `Decoder` (which names
+        // what is wrong) only for a handle that does not decode.
+        if let Some((offset, a)) = crate::coding::decode_varint64(src)
+            && let Some((size, b)) = crate::coding::decode_varint64(&src[a..])
+            && a + b == src.len()
+        {
+            return Ok(BlockHandle { offset, size });
+        }
         let mut d = Decoder::new(src);
         let h = Self::decode_from(&mut d)?;
         if !d.is_empty() {

@@ -6,7 +6,7 @@
 
 use std::sync::Arc;
 
-use super::block::{Block, BlockIter, BlockSlice};
+use super::block::{Block, BlockIter, BlockRef, BlockSlice};
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
 use super::verified::{Stored, Verified};
@@ -18,6 +18,14 @@ use crate::filter::Filter;
 use crate::iter::{Cursor, Parts, TwoLevel};
 use crate::key::{self, ParsedInternalKey, ValueType};
 use crate::sstable::BlockCache;
+
+/// A data block as a read gets it.
+enum Fetched {
+    /// Read in place from the map for this read alone.
+    InPlace(Block),
+    /// Shared with the block cache (or read for it).
+    Shared(Arc<Block>),
+}
 
 /// What a block is read for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -224,25 +232,32 @@ impl Table {
     /// is checked at its first verified read only, which also records how it is stored,
     /// so later reads go straight to the map or the cache (`verified.rs`, T4).
     pub fn read_block(&self, handle: BlockHandle, reads: BlockReads) -> Result<Arc<Block>> {
-        self.read_block_for(handle, None, reads, Use::Walk)
+        Ok(match self.fetch(handle, None, reads, Use::Walk)? {
+            Fetched::InPlace(block) => Arc::new(block),
+            Fetched::Shared(block) => block,
+        })
     }
 
     /// [`Table::read_block`], for `purpose`: a block read in place for a point lookup has
     /// every cache line prefetched first, its last (trailer, restart array) first: they
     /// and the entries a seek probes are all about to be read, in dependent steps, and
     /// the fetches overlap those misses. A walk, which reads the block front to back, is
-    /// left to the hardware's own prefetching (touching first made a scan 9 % slower). `entry` is the number of
-    /// the index entry that gave `handle`, when known (its marks are then found without a
-    /// search, `verified.rs`).
-    fn read_block_for(
+    /// left to the hardware's own prefetching (touching first made a scan 9 % slower).
+    /// `entry` is the number of the index entry that gave `handle`, when known (its marks
+    /// are then found without a search, `verified.rs`).
+    fn fetch(
         &self,
         handle: BlockHandle,
         entry: Option<usize>,
         reads: BlockReads,
         purpose: Use,
-    ) -> Result<Arc<Block>> {
+    ) -> Result<Fetched> {
+        let cached = |check| {
+            self.read_block_cached(handle, reads, check)
+                .map(Fetched::Shared)
+        };
         let Some(marks) = &self.verified else {
-            return self.read_block_cached(handle, reads, reads.verify_checksums);
+            return cached(reads.verify_checksums);
         };
         match marks.get(entry, handle.offset) {
             Some(Stored::Plain) => match usize::try_from(handle.size)
@@ -250,9 +265,9 @@ impl Table {
                 .and_then(|size| self.file.map_range(handle.offset, size))
             {
                 Some(bytes) => self.in_place(handle, bytes, purpose),
-                None => self.read_block_cached(handle, reads, false),
+                None => cached(false),
             },
-            Some(Stored::Compressed) => self.read_block_cached(handle, reads, false),
+            Some(Stored::Compressed) => cached(false),
             None => {
                 let check = reads.verify_checksums;
                 if let Some(bytes) =
@@ -263,7 +278,7 @@ impl Table {
                     }
                     return self.in_place(handle, bytes, purpose);
                 }
-                let block = self.read_block_cached(handle, reads, check)?;
+                let block = cached(check)?;
                 if check {
                     marks.insert(entry, handle.offset, Stored::Compressed);
                 }
@@ -273,17 +288,12 @@ impl Table {
     }
 
     /// A block read in place from the map.
-    fn in_place(
-        &self,
-        handle: BlockHandle,
-        bytes: MappedBytes,
-        purpose: Use,
-    ) -> Result<Arc<Block>> {
+    fn in_place(&self, handle: BlockHandle, bytes: MappedBytes, purpose: Use) -> Result<Fetched> {
         if purpose == Use::Lookup {
             crate::prefetch::lines_tail_first(&bytes);
         }
         Block::in_place(bytes)
-            .map(Arc::new)
+            .map(Fetched::InPlace)
             .map_err(|e| e.located(&self.name, handle.offset))
     }
 
@@ -376,7 +386,7 @@ impl Table {
         ikey: &[u8],
         reads: BlockReads,
     ) -> Result<Option<T::Out>> {
-        let mut index = self.index.iter(order.clone());
+        let mut index = self.index.iter_borrowed(order.clone());
         index.seek(ikey);
         index.status().map_err(|e| e.located(&self.name, 0))?;
         if !index.valid() {
@@ -389,8 +399,22 @@ impl Table {
         {
             return Ok(None);
         }
-        let block = self.read_block_for(handle, index.restart_number(), reads, Use::Lookup)?;
-        let mut it = block.iter(order);
+        // A block read in place is this lookup's alone: borrowed, never counted.
+        match self.fetch(handle, index.restart_number(), reads, Use::Lookup)? {
+            Fetched::InPlace(block) => {
+                self.take_at::<O, T, _>(block.iter_borrowed(order), ikey, handle)
+            }
+            Fetched::Shared(block) => self.take_at::<O, T, _>(block.iter(order), ikey, handle),
+        }
+    }
+
+    /// What `T` takes from the first entry at or after `ikey` in the block under `it`.
+    fn take_at<O: Comparator + Clone, T: TakeEntry, B: BlockRef>(
+        &self,
+        mut it: BlockIter<O, B>,
+        ikey: &[u8],
+        handle: BlockHandle,
+    ) -> Result<Option<T::Out>> {
         it.seek(ikey);
         it.status()
             .map_err(|e| e.located(&self.name, handle.offset))?;
@@ -444,7 +468,10 @@ const RELEASE_EVERY: u64 = 1 << 20;
 /// What a point lookup takes from the entry its seek lands on (given the target).
 trait TakeEntry {
     type Out;
-    fn take<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out>;
+    fn take<O: Comparator + Clone, B: BlockRef>(
+        it: &BlockIter<O, B>,
+        target: &[u8],
+    ) -> Option<Self::Out>;
 }
 
 /// The entry's key and value, copied ([`Table::get`]).
@@ -452,14 +479,20 @@ struct CopyEntry;
 
 impl TakeEntry for CopyEntry {
     type Out = (Vec<u8>, Vec<u8>);
-    fn take<O: Comparator + Clone>(it: &BlockIter<O>, _: &[u8]) -> Option<Self::Out> {
+    fn take<O: Comparator + Clone, B: BlockRef>(
+        it: &BlockIter<O, B>,
+        _: &[u8],
+    ) -> Option<Self::Out> {
         Some((it.key().to_vec(), it.value().to_vec()))
     }
 }
 
 /// The entry's type when its user key is the target's (a version of the key the lookup
 /// asks for), or `None`: no key is copied.
-fn version_of<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<ValueType> {
+fn version_of<O: Comparator + Clone, B: BlockRef>(
+    it: &BlockIter<O, B>,
+    target: &[u8],
+) -> Option<ValueType> {
     let found = ParsedInternalKey::parse(it.key())?;
     (found.user_key == key::user_key(target)).then_some(found.ty)
 }
@@ -469,7 +502,10 @@ struct CopyVersion;
 
 impl TakeEntry for CopyVersion {
     type Out = (ValueType, Vec<u8>);
-    fn take<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
+    fn take<O: Comparator + Clone, B: BlockRef>(
+        it: &BlockIter<O, B>,
+        target: &[u8],
+    ) -> Option<Self::Out> {
         version_of(it, target).map(|ty| (ty, it.value().to_vec()))
     }
 }
@@ -480,7 +516,10 @@ struct PinVersion;
 
 impl TakeEntry for PinVersion {
     type Out = (ValueType, BlockSlice);
-    fn take<O: Comparator + Clone>(it: &BlockIter<O>, target: &[u8]) -> Option<Self::Out> {
+    fn take<O: Comparator + Clone, B: BlockRef>(
+        it: &BlockIter<O, B>,
+        target: &[u8],
+    ) -> Option<Self::Out> {
         version_of(it, target).map(|ty| (ty, it.value_slice()))
     }
 }

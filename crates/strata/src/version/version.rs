@@ -310,7 +310,9 @@ impl Version {
         lookup: &mut impl FnMut(&FileMeta, &[u8]) -> Result<Option<(ValueType, V)>>,
     ) -> Result<(GetResult<V>, Option<(usize, Arc<FileMeta>)>)> {
         let user = &self.order;
-        let mut first_miss: Option<(usize, Arc<FileMeta>)> = None;
+        // The first file consulted, charged a seek when a second one is (as LevelDB's
+        // `GetStats`); borrowed, so a lookup that reads one file takes no reference.
+        let mut first_miss: Option<(usize, &Arc<FileMeta>)> = None;
         let mut consulted = 0usize;
         let mut charge = None;
         let mut level0: Vec<&Arc<FileMeta>>;
@@ -347,7 +349,7 @@ impl Version {
                     charge = first_miss.take();
                 }
                 if first_miss.is_none() && consulted == 1 {
-                    first_miss = Some((level, Arc::clone(f)));
+                    first_miss = Some((level, *f));
                 }
                 if let Some((ty, value)) = lookup(f, ikey)? {
                     let result = match ty {
@@ -364,7 +366,7 @@ impl Version {
 
     fn charge_seek(
         &self,
-        charge: Option<(usize, Arc<FileMeta>)>,
+        charge: Option<(usize, &Arc<FileMeta>)>,
     ) -> Option<(usize, Arc<FileMeta>)> {
         let (level, f) = charge?;
         if f.allowed_seeks.fetch_sub(1, AtomicOrdering::Relaxed) <= 1 {
@@ -373,8 +375,8 @@ impl Version {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner());
             if slot.is_none() {
-                *slot = Some((level, Arc::clone(&f)));
-                return Some((level, f));
+                *slot = Some((level, Arc::clone(f)));
+                return Some((level, Arc::clone(f)));
             }
         }
         None
