@@ -3,8 +3,8 @@
 //!
 //! A cursor made for one point lookup (two a lookup: the index block's and the data
 //! block's) would otherwise allocate its key buffer on its first entry and free it at the
-//! end: two `malloc`/`free` pairs, about 600 instructions of a random read's 6,400
-//! (`callgrind`, `docs/results/2026-11-27-lean-lookup/`). Keys longer than [`INLINE`] move
+//! end: two `malloc`/`free` pairs and a buffer growth each, about 430 instructions of a
+//! random read's 6,400 (`callgrind`, `docs/results/2026-11-27-lean-lookup/`). Keys longer than [`INLINE`] move
 //! to the heap and stay there for the cursor's life.
 //!
 //! Invariant: the key is `inline[..len]` while `heap` is empty, else all of `heap`
