@@ -103,9 +103,8 @@ impl MappedBytes {
     }
 
     /// The first `len` bytes of the range (all of them when it is shorter).
-    pub fn prefix(mut self, len: usize) -> MappedBytes {
-        self.end = self.end.min(self.start.saturating_add(len));
-        self
+    pub fn prefix(self, len: usize) -> MappedBytes {
+        self.range(0, len)
     }
 }
 

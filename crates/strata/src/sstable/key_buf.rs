@@ -4,11 +4,13 @@
 //! A cursor made for one point lookup (two a lookup: the index block's and the data
 //! block's) would otherwise allocate its key buffer on its first entry and free it at the
 //! end: two `malloc`/`free` pairs and a buffer growth each, about 430 instructions of a
-//! random read's 6,400 (`callgrind`, `docs/results/2026-11-27-lean-lookup/`). Keys longer than [`INLINE`] move
-//! to the heap and stay there for the cursor's life.
+//! random read's 6,400 (`callgrind`, `docs/results/2026-11-27-lean-lookup/`). A key longer
+//! than [`INLINE`] moves to the heap and later keys built on it stay there; a cleared key
+//! starts inline again (the heap's allocation is kept for the next long one).
 //!
-//! Invariant: the key is `inline[..len]` while `heap` is empty, else all of `heap`
-//! (`len` then unused).
+//! Invariant: the key is `inline[..len]` while `heap` is empty, else all of `heap`, and
+//! `len` is 0 while the key is on the heap (so a heap key cut to nothing is the empty
+//! inline key).
 
 /// Bytes of key held without an allocation: internal keys of user keys up to 56 bytes.
 pub const INLINE: usize = 64;
@@ -75,13 +77,11 @@ impl KeyBuf {
                 return;
             }
             self.heap.extend_from_slice(&self.inline[..shared]);
+            self.len = 0;
         } else {
             self.heap.truncate(shared);
         }
         self.heap.extend_from_slice(rest);
-        if self.heap.is_empty() {
-            self.len = 0; // an empty key on the heap path is the empty inline key
-        }
     }
 
     /// Replaces the key with `key`.
@@ -139,5 +139,11 @@ mod tests {
         assert_eq!(buf.as_slice(), b"");
         buf.rebuild(0, b"xy");
         assert_eq!(buf.as_slice(), b"xy");
+        // A key that spills from inline bytes, then is cut to nothing: empty, not the
+        // inline bytes it left behind.
+        buf.rebuild(2, &long);
+        assert_eq!(buf.len(), INLINE + 3);
+        buf.rebuild(0, b"");
+        assert_eq!(buf.as_slice(), b"");
     }
 }
