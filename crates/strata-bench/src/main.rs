@@ -221,7 +221,7 @@ fn run(flags: &Flags) -> Result<()> {
     // the same state of noise as often as the others.
     for round in 0..rounds {
         let reading = probe::take(round);
-        println!("{}\n", probe::line(&reading));
+        println!("{}\n", probe::line(&reading, rounds));
         doc.probes.push(reading);
         for (gi, g) in groups.iter().enumerate() {
             for column in &engines {
@@ -275,13 +275,24 @@ fn run(flags: &Flags) -> Result<()> {
             }
         }
     }
+    // One more reading after the last round: every round now lies between two.
+    let reading = probe::take(rounds);
+    println!("{}\n", probe::line(&reading, rounds));
+    doc.probes.push(reading);
     doc.summary = summary::summarize(&doc.runs);
     let names: Vec<&str> = engines.iter().map(Column::name).collect();
     if names.len() > 1 || rounds > 1 {
         println!("{}", summary::table(&doc.summary, &names));
     }
+    let states = probe::round_states(&doc.probes, rounds);
+    if let Some(split) = summary::by_state(&doc.runs, &states, &names) {
+        println!("{split}");
+    }
     if let Some(state) = probe::summary(&doc.probes) {
         println!("{state}");
+    }
+    if let Some(line) = probe::states_line(&doc.probes, rounds) {
+        println!("{line}");
     }
     if let Some(path) = &flags.json {
         let text = serde_json::to_string_pretty(&doc)?;

@@ -2,8 +2,10 @@
 //! takes, now. The machines this tool runs on drift (2.5x between days, 2x within minutes,
 //! `docs/results/2026-11-27-slow-state/`), and a ratio of two engines moves with that
 //! state: one engine slows more than another when memory slows more than the CPU. Each
-//! round of a run takes a reading before it starts, and the report prints them, so a
-//! figure comes with the state it was measured in.
+//! round of a run takes a reading before it starts, and the run one more after its last
+//! round, so every round lies between two readings; the report prints them, so a figure
+//! comes with the state it was measured in, and a round whose state changed midway (the
+//! readings on either side disagree) can be told from one that held.
 //!
 //! Two loads are timed: one over 4 MiB, which fits the last-level cache of the CPUs this
 //! runs on (32 MiB, shared by several cores) when that cache is the machine's own, and one
@@ -20,10 +22,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::workload::Rng;
 
-/// One reading, taken before a round.
+/// One reading, taken before a round (or after the last one).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Probe {
-    /// The round it was taken before (0-based).
+    /// The round it was taken before (0-based); the run's number of rounds for the reading
+    /// taken after the last round.
     pub round: usize,
     /// Nanoseconds a step of a chain of dependent multiplies and shifts (SplitMix64's
     /// mixer) took: the CPU's speed, nothing of memory.
@@ -53,18 +56,98 @@ pub fn take(round: usize) -> Probe {
     }
 }
 
-/// The reading as one line of the text report.
-pub fn line(p: &Probe) -> String {
+/// The reading as one line of the text report; `rounds` is the run's number of rounds.
+pub fn line(p: &Probe, rounds: usize) -> String {
+    let when = if p.round >= rounds {
+        format!("read after round {}", p.round)
+    } else {
+        format!("read before round {}", p.round + 1)
+    };
     format!(
         "Machine:    {:.2} ns a CPU step, {:.0} ns a load over {} MiB, {:.0} ns over {} MiB \
-         (read before round {})",
+         ({when})",
         p.cpu_ns,
         p.cache_ns,
         CACHE_CHASE_BYTES >> 20,
         p.memory_ns,
         CHASE_BYTES >> 20,
-        p.round + 1
     )
+}
+
+/// Below this many nanoseconds a load over 4 MiB, the shared cache is the machine's own
+/// (free: 20-30 ns seen); above [`HELD_NS`], other work holds it (130-235 ns seen).
+pub const FREE_NS: f64 = 60.0;
+/// See [`FREE_NS`].
+pub const HELD_NS: f64 = 100.0;
+
+/// The state of the shared cache through one round, from the readings on either side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundState {
+    /// Both readings below [`FREE_NS`].
+    Free,
+    /// Both readings above [`HELD_NS`].
+    Held,
+    /// The readings disagree (or one lies between the bounds): the state may have changed
+    /// within the round, and its ratios say little about either state.
+    Changed,
+    /// A reading is missing (an older run, without the reading after the last round, or
+    /// without the 4 MiB load).
+    Unknown,
+}
+
+/// Each round's state, for `rounds` rounds, from the run's readings.
+pub fn round_states(probes: &[Probe], rounds: usize) -> Vec<RoundState> {
+    let at = |round: usize| {
+        probes
+            .iter()
+            .find(|p| p.round == round)
+            .map(|p| p.cache_ns)
+            .filter(|&ns| ns > 0.0)
+    };
+    (0..rounds)
+        .map(|r| match (at(r), at(r + 1)) {
+            (Some(a), Some(b)) if a < FREE_NS && b < FREE_NS => RoundState::Free,
+            (Some(a), Some(b)) if a > HELD_NS && b > HELD_NS => RoundState::Held,
+            (Some(_), Some(_)) => RoundState::Changed,
+            _ => RoundState::Unknown,
+        })
+        .collect()
+}
+
+/// The rounds grouped by state, as one line for the end of the report; `None` when no
+/// round's state is known.
+pub fn states_line(probes: &[Probe], rounds: usize) -> Option<String> {
+    let states = round_states(probes, rounds);
+    let list = |want: RoundState| {
+        let r: Vec<String> = states
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s == want)
+            .map(|(i, _)| (i + 1).to_string())
+            .collect();
+        r.join(", ")
+    };
+    if states.iter().all(|s| *s == RoundState::Unknown) {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for (want, name) in [
+        (
+            RoundState::Free,
+            format!("shared cache free (below {FREE_NS:.0} ns on both sides)"),
+        ),
+        (
+            RoundState::Held,
+            format!("held (above {HELD_NS:.0} ns on both sides)"),
+        ),
+        (RoundState::Changed, "changed within the round".to_string()),
+    ] {
+        let r = list(want);
+        if !r.is_empty() {
+            parts.push(format!("{name}: {r}"));
+        }
+    }
+    Some(format!("Rounds by state: {}", parts.join("; ")))
 }
 
 /// The readings' ranges, for the end of the report; `None` without readings.
@@ -180,11 +263,13 @@ mod tests {
         assert!(s.contains("1.50-3.00 ns a CPU step"), "{s}");
         assert!(s.contains("15-30 ns a load over 4 MiB"), "{s}");
         assert!(s.contains("95-120 ns a load over 64 MiB"), "{s}");
-        let l = line(&p(1, 1.5, 30.0, 120.0));
+        let l = line(&p(1, 1.5, 30.0, 120.0), 3);
         assert!(
             l.contains("before round 2") && l.contains("30 ns a load over 4 MiB"),
             "{l}"
         );
+        let last = line(&p(3, 1.5, 30.0, 120.0), 3);
+        assert!(last.contains("after round 3"), "{last}");
         // A reading from before the 4 MiB load was timed: no range for it.
         let old = summary(&[p(0, 1.5, 0.0, 120.0)]).unwrap();
         assert!(!old.contains("over 4 MiB"), "{old}");
@@ -195,5 +280,36 @@ mod tests {
         let p: Probe =
             serde_json::from_str(r#"{"round":0,"cpu_ns":3.4,"memory_ns":210.0}"#).unwrap();
         assert_eq!(p.cache_ns, 0.0);
+    }
+
+    #[test]
+    fn a_round_takes_the_state_of_the_readings_on_either_side() {
+        let p = |round, cache_ns| Probe {
+            round,
+            cpu_ns: 3.0,
+            cache_ns,
+            memory_ns: 200.0,
+        };
+        use RoundState::*;
+        // Rounds 1 and 2 free / held on both sides; round 3 changed; round 4 has no reading
+        // after it (a run from before the reading after the last round).
+        let probes = [p(0, 22.0), p(1, 25.0), p(2, 150.0), p(3, 160.0), p(4, 24.0)];
+        assert_eq!(round_states(&probes, 4), vec![Free, Changed, Held, Changed]);
+        assert_eq!(round_states(&probes[..4], 4)[3], Unknown);
+        // Between the bounds is not a state.
+        assert_eq!(round_states(&[p(0, 80.0), p(1, 80.0)], 1), vec![Changed]);
+        // A reading without the 4 MiB load.
+        assert_eq!(round_states(&[p(0, 0.0), p(1, 20.0)], 1), vec![Unknown]);
+        let line = states_line(&probes, 4).unwrap();
+        assert!(
+            line.contains("free (below 60 ns on both sides): 1;"),
+            "{line}"
+        );
+        assert!(
+            line.contains("held (above 100 ns on both sides): 3;"),
+            "{line}"
+        );
+        assert!(line.contains("changed within the round: 2, 4"), "{line}");
+        assert_eq!(states_line(&probes[..1], 1), None);
     }
 }

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::probe::RoundState;
 use crate::results::{EngineRun, Paired, SummaryRow};
 
 /// The engine whose row is the harness's own cost, not an engine's.
@@ -175,6 +176,72 @@ pub fn table(rows: &[SummaryRow], engines: &[&str]) -> String {
     out
 }
 
+/// The paired ratios again, split by the shared cache's state through each round
+/// (`probe::round_states`): per row and peer, the median of the pairs from rounds with the
+/// cache free and from rounds with it held, with how many rounds each. `None` unless the
+/// rounds were in more than one state (otherwise the summary table is that state's).
+pub fn by_state(runs: &[EngineRun], states: &[RoundState], engines: &[&str]) -> Option<String> {
+    let count = |want: RoundState| states.iter().filter(|s| **s == want).count();
+    let kinds = [RoundState::Free, RoundState::Held, RoundState::Changed]
+        .into_iter()
+        .filter(|s| count(*s) > 0)
+        .count();
+    if kinds < 2 || count(RoundState::Free) + count(RoundState::Held) == 0 {
+        return None;
+    }
+    let only = |want: RoundState| {
+        let kept: Vec<EngineRun> = runs
+            .iter()
+            .filter(|r| states.get(r.round) == Some(&want))
+            .cloned()
+            .collect();
+        summarize(&kept)
+    };
+    let (free, held) = (only(RoundState::Free), only(RoundState::Held));
+    let find = |rows: &[SummaryRow], r: &SummaryRow, e: &str| {
+        rows.iter()
+            .find(|x| x.group == r.group && x.index == r.index)
+            .and_then(|x| x.paired.get(e).copied())
+    };
+    let show = |p: Option<Paired>| match p {
+        Some(p) => format!("{:.2} ({})", p.median, p.pairs),
+        None => "-".to_string(),
+    };
+    let peers: Vec<&str> = engines
+        .iter()
+        .copied()
+        .filter(|e| *e != "strata" && *e != HARNESS)
+        .collect();
+    let mut out = format!(
+        "Paired ratios by the shared cache's state (median, rounds): free in {} round(s), \
+         held in {}, changed within {}\n",
+        count(RoundState::Free),
+        count(RoundState::Held),
+        count(RoundState::Changed)
+    );
+    out.push_str(&format!("{:<4} {:<14}", "row", "benchmark"));
+    for e in &peers {
+        out.push_str(&format!(" {:>24}", format!("{e} free / held")));
+    }
+    out.push('\n');
+    for r in summarize(runs) {
+        if r.paired.is_empty() {
+            continue;
+        }
+        out.push_str(&format!("{:<4} {:<14}", r.row, r.benchmark));
+        for e in &peers {
+            let cell = format!(
+                "{} / {}",
+                show(find(&free, &r, e)),
+                show(find(&held, &r, e))
+            );
+            out.push_str(&format!(" {cell:>24}"));
+        }
+        out.push('\n');
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,5 +322,36 @@ mod tests {
         assert!(!rows[0].paired.contains_key("strata"));
         let t = table(&rows, &["strata", "leveldb"]);
         assert!(t.contains("1.500 (1.20; 1.10-1.50)"), "{t}");
+    }
+
+    #[test]
+    fn ratios_split_by_the_rounds_state() {
+        let run = |engine: &str, round: usize, micros: f64| {
+            crate::results::sample_run(engine, round, &[("readrandom", micros)])
+        };
+        let runs = vec![
+            run("strata", 0, 1.0),
+            run("leveldb", 0, 1.2),
+            run("strata", 1, 1.0),
+            run("leveldb", 1, 2.0),
+            run("strata", 2, 1.0),
+            run("leveldb", 2, 1.8),
+            run("strata", 3, 1.0),
+            run("leveldb", 3, 9.0),
+        ];
+        use RoundState::*;
+        let t = by_state(&runs, &[Free, Held, Held, Changed], &["strata", "leveldb"]).unwrap();
+        assert!(t.contains("1.20 (1) / 1.90 (2)"), "{t}");
+        assert!(
+            t.contains("free in 1 round(s), held in 2, changed within 1"),
+            "{t}"
+        );
+        // One state throughout: the summary table is already that state's.
+        assert_eq!(by_state(&runs, &[Held; 4], &["strata", "leveldb"]), None);
+        // Only rounds whose state changed: nothing to split.
+        assert_eq!(
+            by_state(&runs, &[Changed, Changed, Unknown, Unknown], &["leveldb"]),
+            None
+        );
     }
 }

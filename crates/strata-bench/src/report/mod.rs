@@ -507,8 +507,13 @@ impl<'a> Page<'a> {
             date = esc(&self.started_text()),
             machine = machine_text(&doc.machine),
             state = crate::probe::summary(&doc.probes)
+                .into_iter()
+                .chain(
+                    self.uniform_rounds()
+                        .and_then(|n| crate::probe::states_line(&doc.probes, n))
+                )
                 .map(|s| format!(" {}.", esc(&s)))
-                .unwrap_or_default(),
+                .collect::<String>(),
         );
         h.push_str(
             "<p class=\"how\">Bars are operations per second (entries per second for batches): \
