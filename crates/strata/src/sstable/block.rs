@@ -6,29 +6,10 @@
 //!          | key[shared..] (non_shared bytes) | value (value_len bytes)
 //! ```
 //!
-//! Fences (T5): a block whose keys are internal keys over bytewise user keys can carry a
-//! summary of its restart keys, built when it is read: the bytes every restart's user key
-//! but the last starts with (the prefix), and for each restart the next 8 bytes of its
-//! user key as a big-endian word. A seek then binary-searches those words, one small
-//! array, and reads a restart's entry only when its word equals the target's; without
-//! fences each probe of the search reads an entry somewhere in the block, a cache miss on
-//! a cache larger than the CPU's. Words decide only strict order: a word below the
-//! target's means a user key below the target's (both start with the prefix; zero padding
-//! can only make a key look smaller when it is a prefix of the other, so also smaller),
-//! and the same above.
-//!
-//! The last restart key may not start with the prefix: a table's last index key is the
-//! short successor of its last key (`"1"` after keys `"000..."`), and a prefix shared by
-//! it too would be empty, every word alike and every probe a read of an entry. Such a key
-//! is above every key that starts with the prefix (it sorts after the first key and
-//! differs from it inside the prefix), so its fence is `u64::MAX`: above every target's
-//! word but `u64::MAX` itself, which is a tie and reads the entry.
-//!
-//! Invariant:
-//! - T5 a seek on a block with fences lands where the same seek on the same bytes
-//!   without fences would. A block gets fences only from a table whose order is
-//!   internal keys over bytewise user keys (`Table` decides when it decodes the block),
-//!   and is sought only in that order (walks in any order are fine).
+//! Fences (T5, T6 in `fences.rs`): a kept block whose keys are internal keys over
+//! bytewise user keys carries a summary of its restart keys, built when it is read, that
+//! decides most of a seek's comparisons without reading entries; a table's index keeps
+//! each data block's handle beside it.
 //!
 //! A block's bytes are untrusted. [`Block::new`] checks the restart array (every restart
 //! offset inside the entry area); the iterator checks each entry as it decodes it and,
@@ -45,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::iter::Cursor;
 use crate::key::user_key;
 
+use super::fences::{Fences, Found, Place};
 use super::key_buf::KeyBuf;
 
 /// A decoded block: its bytes and where its restart array starts.
@@ -54,16 +36,8 @@ pub struct Block {
     /// Offset of the restart array; entries live in `data[..restarts]`.
     restarts: usize,
     num_restarts: usize,
-    /// T5, empty when the block has none: `fences[i]` for restart `i` is the word of its
-    /// user key's 8 bytes after the first `fence_skip` (zero-padded), and
-    /// `fences[num_restarts..]` hold those first `fence_skip` bytes (the prefix), which
-    /// every restart's user key but perhaps the last shares, 8 to a word (zero-padded). A
-    /// last key without the prefix has the fence `u64::MAX`.
-    fences: Vec<u64>,
-    fence_skip: usize,
-    /// How many restarts, from the first, have user keys that start with the prefix: all,
-    /// or all but the last (whose fence is then `u64::MAX`).
-    prefixed: usize,
+    /// T5, empty when the block has none.
+    fences: Fences,
     /// The block is kept (cached, or a table's index) and sought long after it was read,
     /// when its lines have likely left the CPU's caches: a seek touches its restart
     /// region first. A block read for one lookup is in the caches already (just decoded)
@@ -99,31 +73,6 @@ impl crate::cache::Cached for Block {
     fn into_buffer(self) -> Vec<u8> {
         self.into_data()
     }
-}
-
-/// Where fences place a target among a block's restart keys.
-#[derive(Debug, Clone, Copy)]
-enum Place {
-    /// Before every restart key.
-    Before,
-    /// After every restart key that starts with the fences' prefix (all, or all but the
-    /// last).
-    After,
-    /// Among them: the word to compare with each restart's fence.
-    Word(u64),
-    /// The block has no fences (or the target is not an internal key).
-    Unknown,
-}
-
-/// The big-endian word of `key[at..at + 8]`, zero-padded past the key's end.
-#[inline]
-fn word_at(key: &[u8], at: usize) -> u64 {
-    let mut bytes = [0u8; 8];
-    if let Some(rest) = key.get(at..) {
-        let n = rest.len().min(8);
-        bytes[..n].copy_from_slice(&rest[..n]);
-    }
-    u64::from_be_bytes(bytes)
 }
 
 impl Block {
@@ -167,9 +116,7 @@ impl Block {
             data,
             restarts,
             num_restarts,
-            fences: Vec::new(),
-            fence_skip: 0,
-            prefixed: 0,
+            fences: Fences::default(),
             kept: false,
         };
         let mut previous = 0;
@@ -198,69 +145,77 @@ impl Block {
     pub fn kept(data: Vec<u8>, fences: bool) -> Result<Self> {
         let mut block = Block::new(data)?;
         if fences {
-            block.build_fences();
+            block.fences = block.build_fences(None::<fn(&[u8]) -> Option<u64>>);
         }
         block.kept = true;
         Ok(block)
     }
 
-    fn build_fences(&mut self) {
-        if self.num_restarts < 2 {
-            return;
+    /// [`Block::kept`] for a table's index: with fences, and a block of one entry per
+    /// restart whose every value `aux` summarizes (`None` for one it cannot), each
+    /// summary is kept beside its restart's fence, so [`Block::find`] answers a lookup
+    /// from the fences alone (T6).
+    pub fn kept_index(
+        data: Vec<u8>,
+        fences: bool,
+        aux: impl Fn(&[u8]) -> Option<u64>,
+    ) -> Result<Self> {
+        let mut block = Block::new(data)?;
+        if fences {
+            block.fences = block.build_fences(Some(aux));
         }
-        let mut keys = Vec::with_capacity(self.num_restarts);
-        for i in 0..self.num_restarts {
-            match self.restart_key(i) {
-                Some(k) if k.len() >= crate::key::TAG_SIZE => keys.push(user_key(k)),
-                _ => return, // damaged: seeks read entries and report it
-            }
-        }
-        let first = keys[0];
-        let (body, last) = keys.split_at(keys.len() - 1);
-        let skip = body
-            .iter()
-            .map(|k| crate::coding::shared_prefix_len(first, k))
-            .min()
-            .unwrap_or(0);
-        let last = last[0];
-        let outside = crate::coding::shared_prefix_len(first, last) < skip;
-        let mut fences = Vec::with_capacity(keys.len() + skip.div_ceil(8));
-        fences.extend(body.iter().map(|k| word_at(k, skip)));
-        fences.push(if outside {
-            u64::MAX
-        } else {
-            word_at(last, skip)
-        });
-        fences.extend((0..skip.div_ceil(8)).map(|w| word_at(&first[..skip], 8 * w)));
-        let prefixed = keys.len() - usize::from(outside);
-        self.fences = fences;
-        self.fence_skip = skip;
-        self.prefixed = prefixed;
+        block.kept = true;
+        Ok(block)
     }
 
-    /// Where the fences put internal key `target` among the restart keys.
-    fn place(&self, target: &[u8]) -> Place {
-        if self.fences.is_empty() || target.len() < crate::key::TAG_SIZE {
-            return Place::Unknown;
-        }
-        let user = user_key(target);
-        let head = &user[..user.len().min(self.fence_skip)];
-        for (w, &shared) in self.fences[self.num_restarts..].iter().enumerate() {
-            match word_at(head, 8 * w).cmp(&shared) {
-                Ordering::Less => return Place::Before,
-                Ordering::Greater => return Place::After,
-                Ordering::Equal => {}
+    /// The block's fences (T5), with each restart's value summarized by `aux` beside its
+    /// fence when there is one entry per restart and `aux` summarizes every value (T6).
+    /// None when the block has fewer than two restarts or a damaged restart entry (its
+    /// seeks read entries and report it).
+    fn build_fences(&self, aux: Option<impl Fn(&[u8]) -> Option<u64>>) -> Fences {
+        let mut users = Vec::with_capacity(self.num_restarts);
+        let mut values = Vec::new();
+        for i in 0..self.num_restarts {
+            let Some(e) = self
+                .entry_at(self.restart_point(i))
+                .filter(|e| e.shared == 0)
+            else {
+                return Fences::default();
+            };
+            let key = &self.data[e.delta..e.delta + e.non_shared];
+            if key.len() < crate::key::TAG_SIZE {
+                return Fences::default();
+            }
+            users.push(user_key(key));
+            let value = e.delta + e.non_shared;
+            let next = if i + 1 < self.num_restarts {
+                self.restart_point(i + 1)
+            } else {
+                self.restarts
+            };
+            // One entry per restart: each value ends where the next restart starts.
+            if let Some(aux) = &aux
+                && values.len() == i
+                && value + e.value_len == next
+                && let Some(word) = aux(&self.data[value..next])
+            {
+                values.push(word);
             }
         }
-        if user.len() < self.fence_skip {
-            return Place::Before; // a proper prefix of every restart's user key
-        }
-        Place::Word(word_at(user, self.fence_skip))
+        let aux = (values.len() == self.num_restarts).then_some(&values[..]);
+        Fences::build(&users, aux)
+    }
+
+    /// The first entry at or after internal key `target` and its value's summary, from
+    /// the fences alone, in a block built by [`Block::kept_index`] (T6).
+    #[inline]
+    pub fn find(&self, target: &[u8]) -> Found {
+        self.fences.find(target)
     }
 
     /// Size of the block in memory (its bytes and fences), for cache accounting.
     pub fn size(&self) -> usize {
-        self.data.len() + 8 * self.fences.len()
+        self.data.len() + self.fences.bytes()
     }
 
     /// How many restart points the block has (in an index block, written with one entry
@@ -589,19 +544,19 @@ impl<O: Comparator + Clone, B: BlockRef> Cursor for BlockIter<O, B> {
             self.block.fences.is_empty() || self.order.name() == INTERNAL_KEY_COMPARATOR,
             "a block with fences is sought in internal-key order only (T5)"
         );
-        let place = self.block.place(target);
+        let place = self.block.fences.place(target);
         let (mut left, mut right) = (0, self.block.num_restarts - 1);
         match place {
             Place::Before => right = 0,
             // Above every key with the prefix: the last restart, or the last but one when
             // the last key lies outside the prefix (then its entry decides).
-            Place::After => left = self.block.prefixed - 1,
+            Place::After => left = self.block.fences.prefixed() - 1,
             Place::Word(_) | Place::Unknown => {}
         }
         while left < right {
             let mid = (left + right).div_ceil(2);
             let by_fence = match place {
-                Place::Word(t) => match self.block.fences[mid].cmp(&t) {
+                Place::Word(t) => match self.block.fences.word(mid).cmp(&t) {
                     Ordering::Less => Some(true),
                     Ordering::Greater => Some(false),
                     Ordering::Equal => None,
@@ -922,6 +877,7 @@ mod tests {
                 b.add(k, v);
             }
             let bytes = b.finish().to_vec();
+            let bytes_again = bytes.clone();
             let plain = Arc::new(Block::new(bytes.clone()).unwrap());
             let fenced = Arc::new(Block::kept(bytes.clone(), true).unwrap());
             prop_assert_eq!(fenced.fences.is_empty(), plain.num_restarts < 2);
@@ -939,6 +895,26 @@ mod tests {
                 targets.push(user); // not an internal key when shorter than a tag
             }
             let (mut a, mut f) = (plain.iter(order), fenced.iter(order));
+            // T6: an index-like block with each value's summary beside its fence.
+            let summary = |v: &[u8]| Some(v.iter().fold(v.len() as u64, |h, &x| h * 131 + u64::from(x)));
+            let indexed = Block::kept_index(bytes_again.clone(), true, summary).unwrap();
+            for t in &targets {
+                match indexed.find(t) {
+                    Found::Entry { number, aux } => {
+                        prop_assert_eq!(interval, 1);
+                        a.seek(t);
+                        prop_assert!(a.valid());
+                        prop_assert_eq!(a.restart_number(), Some(number));
+                        prop_assert_eq!(Some(aux), summary(a.value()));
+                    }
+                    Found::End => {
+                        prop_assert_eq!(interval, 1);
+                        a.seek(t);
+                        prop_assert!(!a.valid());
+                    }
+                    Found::Undecided => {}
+                }
+            }
             for t in &targets {
                 a.seek(t);
                 f.seek(t);
@@ -966,11 +942,12 @@ mod tests {
         }
         let block = Arc::new(Block::kept(b.finish().to_vec(), true).unwrap());
         assert_eq!(
-            block.fence_skip, 11,
+            block.fences.skip(),
+            11,
             "the prefix of the keys before the successor"
         );
-        assert_eq!(block.prefixed, 500);
-        assert_eq!(block.fences[500], u64::MAX);
+        assert_eq!(block.fences.prefixed(), 500);
+        assert_eq!(block.fences.word(500), u64::MAX);
         let order = crate::comparator::InternalBytewise;
         let mut it = block.iter(order);
         for (i, (k, _)) in es.iter().enumerate() {
@@ -985,6 +962,54 @@ mod tests {
         // A target below the prefix lands on the first key.
         it.seek(&ikey(b"0"));
         assert_eq!(it.restart_number(), Some(0));
+
+        // T6: the same index with each value summarized beside its fence finds the entry
+        // after a key between two stored ones from the fences alone.
+        let mut b = BlockBuilder::new(1);
+        for (i, (k, _)) in es.iter().enumerate() {
+            b.add(k, &(i as u32).to_le_bytes());
+        }
+        let aux = |v: &[u8]| Some(u64::from(u32::from_le_bytes(v.try_into().ok()?)) + 1);
+        let index = Block::kept_index(b.finish().to_vec(), true, aux).unwrap();
+        let between = |i: u32| ikey(format!("{:016}", 1000 + 37 * i + 1).as_bytes());
+        for i in 0..499 {
+            assert_eq!(
+                index.find(&between(i)),
+                Found::Entry {
+                    number: i as usize + 1,
+                    aux: u64::from(i) + 2
+                }
+            );
+        }
+        assert_eq!(index.find(&ikey(b"0")), Found::Entry { number: 0, aux: 1 });
+        assert_eq!(
+            index.find(&between(499)),
+            Found::Entry {
+                number: 500,
+                aux: 501
+            },
+            "past the prefixed keys, below the successor whose fence is the largest"
+        );
+        assert_eq!(
+            index.find(&es[7].0),
+            Found::Undecided,
+            "a tie reads the entry"
+        );
+        assert_eq!(
+            index.find(&ikey(b"2")),
+            Found::Undecided,
+            "the successor decides"
+        );
+        // A value the summary refuses: no summaries at all.
+        let refused = Block::kept_index(index.contents().to_vec(), true, |v| {
+            (v != 7u32.to_le_bytes()).then_some(1)
+        })
+        .unwrap();
+        assert_eq!(refused.find(&between(3)), Found::Undecided);
+        assert_eq!(
+            refused.size(),
+            block.size() - block.contents().len() + refused.contents().len()
+        );
     }
 
     proptest! {

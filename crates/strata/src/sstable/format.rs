@@ -86,6 +86,25 @@ impl BlockHandle {
         }
         Ok(h)
     }
+
+    /// Bits of a packed handle's size; the offset takes the rest.
+    const PACKED_SIZE_BITS: u32 = 24;
+
+    /// The handle in one word, for a table's index fences (T6 in `fences.rs`): offset
+    /// below 2^40 (1 TiB), size below 2^24 (16 MiB); `None` beyond.
+    pub fn packed(self) -> Option<u64> {
+        let limit = 1u64 << Self::PACKED_SIZE_BITS;
+        (self.offset < 1 << (64 - Self::PACKED_SIZE_BITS) && self.size < limit)
+            .then_some(self.offset << Self::PACKED_SIZE_BITS | self.size)
+    }
+
+    /// The handle [`BlockHandle::packed`] gave `word`.
+    pub fn unpacked(word: u64) -> BlockHandle {
+        BlockHandle {
+            offset: word >> Self::PACKED_SIZE_BITS,
+            size: word & ((1 << Self::PACKED_SIZE_BITS) - 1),
+        }
+    }
 }
 
 /// The fixed-size tail of every table.
@@ -339,6 +358,25 @@ fn decode_block(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn handles_pack_into_a_word_within_bounds() {
+        for h in [
+            (0, 0),
+            (4096, 4091),
+            ((1 << 40) - 1, (1 << 24) - 1),
+            (123_456_789, 100_005),
+        ] {
+            let h = BlockHandle {
+                offset: h.0,
+                size: h.1,
+            };
+            assert_eq!(h.packed().map(BlockHandle::unpacked), Some(h));
+        }
+        for (offset, size) in [(1 << 40, 1), (0, 1 << 24), (u64::MAX, u64::MAX)] {
+            assert_eq!(BlockHandle { offset, size }.packed(), None);
+        }
+    }
 
     #[test]
     fn footer_round_trip_and_golden_bytes() {

@@ -19,6 +19,7 @@
 
 mod block;
 mod block_builder;
+mod fences;
 mod filter_block;
 pub mod format;
 mod key_buf;
@@ -27,6 +28,7 @@ mod table_builder;
 mod verified;
 
 pub use block::{Block, BlockIter, BlockSlice};
+pub use fences::Found;
 
 /// The block cache: decoded data blocks of open tables, shared by tables and databases.
 pub type BlockCache = crate::cache::Cache<Block>;

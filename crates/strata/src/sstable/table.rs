@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use super::block::{Block, BlockIter, BlockRef, BlockSlice};
+use super::fences::Found;
 use super::filter_block::FilterBlockReader;
 use super::format::{self, BlockHandle, FOOTER_SIZE, Footer};
 use super::verified::{Stored, Verified};
@@ -133,9 +134,13 @@ impl Table {
         }
         let footer = Footer::decode(&buf).map_err(|e| e.located(name, footer_at))?;
         let index_bytes = format::read_block(file.as_ref(), name, size, footer.index, true)?;
+        // The index keeps each data block's handle beside its fence (T6): a lookup finds
+        // its block without reading the index's entries.
         let index = Arc::new(
-            Self::decode_block(&format.order, index_bytes, true)
-                .map_err(|e| e.located(name, footer.index.offset))?,
+            Block::kept_index(index_bytes, format.order.is_bytewise(), |value| {
+                BlockHandle::decode_exact(value).ok()?.packed()
+            })
+            .map_err(|e| e.located(name, footer.index.offset))?,
         );
         let verified = file.mapped().map(|_| Verified::new(&index));
         let mut table = Table {
@@ -386,21 +391,28 @@ impl Table {
         ikey: &[u8],
         reads: BlockReads,
     ) -> Result<Option<T::Out>> {
-        let mut index = self.index.iter_borrowed(order.clone());
-        index.seek(ikey);
-        index.status().map_err(|e| e.located(&self.name, 0))?;
-        if !index.valid() {
-            return Ok(None);
-        }
-        let handle =
-            BlockHandle::decode_exact(index.value()).map_err(|e| e.located(&self.name, 0))?;
+        let (entry, handle) = match self.index.find(ikey) {
+            Found::Entry { number, aux } => (Some(number), BlockHandle::unpacked(aux)),
+            Found::End => return Ok(None),
+            Found::Undecided => {
+                let mut index = self.index.iter_borrowed(order.clone());
+                index.seek(ikey);
+                index.status().map_err(|e| e.located(&self.name, 0))?;
+                if !index.valid() {
+                    return Ok(None);
+                }
+                let handle = BlockHandle::decode_exact(index.value())
+                    .map_err(|e| e.located(&self.name, 0))?;
+                (index.restart_number(), handle)
+            }
+        };
         if let Some(f) = &self.filter
             && !f.key_may_match(handle.offset, key::user_key(ikey))
         {
             return Ok(None);
         }
         // A block read in place is this lookup's alone: borrowed, never counted.
-        match self.fetch(handle, index.restart_number(), reads, Use::Lookup)? {
+        match self.fetch(handle, entry, reads, Use::Lookup)? {
             Fetched::InPlace(block) => {
                 self.take_at::<O, T, _>(block.iter_borrowed(order), ikey, handle)
             }
