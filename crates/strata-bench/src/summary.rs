@@ -297,19 +297,21 @@ mod tests {
         assert_eq!(paired(&peer, &BTreeMap::new()), None);
     }
 
+    /// One benchmark's runs: per round, Strata's and LevelDB's µs/op.
+    fn rounds(name: &str, micros: &[(f64, f64)]) -> Vec<EngineRun> {
+        micros
+            .iter()
+            .enumerate()
+            .flat_map(|(round, &(strata, leveldb))| {
+                [("strata", strata), ("leveldb", leveldb)]
+                    .map(|(e, m)| crate::results::sample_run(e, round, &[(name, m)]))
+            })
+            .collect()
+    }
+
     #[test]
     fn summarize_pairs_by_round_and_the_table_shows_the_range() {
-        let run = |engine: &str, round: usize, micros: f64| {
-            crate::results::sample_run(engine, round, &[("readseq", micros)])
-        };
-        let runs = vec![
-            run("strata", 0, 1.0),
-            run("leveldb", 0, 1.2),
-            run("strata", 1, 2.0),
-            run("leveldb", 1, 2.2),
-            run("strata", 2, 1.0),
-            run("leveldb", 2, 1.5),
-        ];
+        let runs = rounds("readseq", &[(1.0, 1.2), (2.0, 2.2), (1.0, 1.5)]);
         let rows = summarize(&runs);
         assert_eq!(rows.len(), 1);
         let p = rows[0].paired["leveldb"];
@@ -326,19 +328,10 @@ mod tests {
 
     #[test]
     fn ratios_split_by_the_rounds_state() {
-        let run = |engine: &str, round: usize, micros: f64| {
-            crate::results::sample_run(engine, round, &[("readrandom", micros)])
-        };
-        let runs = vec![
-            run("strata", 0, 1.0),
-            run("leveldb", 0, 1.2),
-            run("strata", 1, 1.0),
-            run("leveldb", 1, 2.0),
-            run("strata", 2, 1.0),
-            run("leveldb", 2, 1.8),
-            run("strata", 3, 1.0),
-            run("leveldb", 3, 9.0),
-        ];
+        let runs = rounds(
+            "readrandom",
+            &[(1.0, 1.2), (1.0, 2.0), (1.0, 1.8), (1.0, 9.0)],
+        );
         use RoundState::*;
         let t = by_state(&runs, &[Free, Held, Held, Changed], &["strata", "leveldb"]).unwrap();
         assert!(t.contains("1.20 (1) / 1.90 (2)"), "{t}");
