@@ -77,8 +77,9 @@ impl ValueGenerator {
 
     fn build(fresh_share: f64, seed: u64, size: usize) -> Vec<u8> {
         let mut rng = Rng::new(seed);
-        let mut data = Vec::with_capacity(size);
         let piece = 100;
+        // Room for the last piece, which ends past `size`: no regrowth to twice the size.
+        let mut data = Vec::with_capacity(size + piece);
         while data.len() < size {
             let raw = ((piece as f64 * fresh_share).round() as usize).max(1);
             let fresh: Vec<u8> = (0..raw).map(|_| b' ' + rng.uniform(95) as u8).collect();
