@@ -50,12 +50,12 @@ fn an_interrupted_run_goes_on_from_its_journal() {
     );
     let partial = dir.path().join("run.json.partial");
     assert!(!partial.exists(), "a finished run leaves no journal");
-    // A reading of the machine's state before each of the two rounds, in the JSON and the
-    // text.
+    // A reading of the machine's state before each of the two rounds and one after the
+    // last, in the JSON and the text.
     let done: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let probes = done["probes"].as_array().unwrap();
-    assert_eq!(probes.len(), 2, "{probes:?}");
+    assert_eq!(probes.len(), 3, "{probes:?}");
     for (round, p) in probes.iter().enumerate() {
         assert_eq!(p["round"].as_u64(), Some(round as u64));
         for field in ["cpu_ns", "cache_ns", "memory_ns"] {
@@ -63,8 +63,11 @@ fn an_interrupted_run_goes_on_from_its_journal() {
         }
     }
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.matches("Machine:    ").count(), 2, "{text}");
+    assert_eq!(text.matches("Machine:    ").count(), 3, "{text}");
+    assert!(text.contains("(read after round 2)"), "{text}");
     assert!(text.contains("Machine state over the rounds"), "{text}");
+    // Each round between two readings has a state.
+    assert!(text.contains("Rounds by state: "), "{text}");
 
     // Make the journal of a run interrupted after its first two units (round 0 of both
     // engines), with a figure no real run gives, so the resumed run shows where each
