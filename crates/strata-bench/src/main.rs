@@ -285,7 +285,7 @@ fn run(flags: &Flags) -> Result<()> {
         println!("{}", summary::table(&doc.summary, &names));
     }
     let states = probe::round_states(&doc.probes, rounds);
-    if let Some(split) = summary::by_state(&doc.runs, &states, &names) {
+    if let Some(split) = summary::by_state(&doc.summary, &doc.runs, &states, &names) {
         println!("{split}");
     }
     if let Some(state) = probe::summary(&doc.probes) {

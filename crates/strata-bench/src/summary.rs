@@ -180,7 +180,13 @@ pub fn table(rows: &[SummaryRow], engines: &[&str]) -> String {
 /// (`probe::round_states`): per row and peer, the median of the pairs from rounds with the
 /// cache free and from rounds with it held, with how many rounds each. `None` unless the
 /// rounds were in more than one state (otherwise the summary table is that state's).
-pub fn by_state(runs: &[EngineRun], states: &[RoundState], engines: &[&str]) -> Option<String> {
+/// `rows` is [`summarize`] of `runs`: the rows in their order.
+pub fn by_state(
+    rows: &[SummaryRow],
+    runs: &[EngineRun],
+    states: &[RoundState],
+    engines: &[&str],
+) -> Option<String> {
     let count = |want: RoundState| states.iter().filter(|s| **s == want).count();
     let kinds = [RoundState::Free, RoundState::Held, RoundState::Changed]
         .into_iter()
@@ -224,17 +230,10 @@ pub fn by_state(runs: &[EngineRun], states: &[RoundState], engines: &[&str]) -> 
         out.push_str(&format!(" {:>24}", format!("{e} free / held")));
     }
     out.push('\n');
-    for r in summarize(runs) {
-        if r.paired.is_empty() {
-            continue;
-        }
+    for r in rows.iter().filter(|r| !r.paired.is_empty()) {
         out.push_str(&format!("{:<4} {:<14}", r.row, r.benchmark));
         for e in &peers {
-            let cell = format!(
-                "{} / {}",
-                show(find(&free, &r, e)),
-                show(find(&held, &r, e))
-            );
+            let cell = format!("{} / {}", show(find(&free, r, e)), show(find(&held, r, e)));
             out.push_str(&format!(" {cell:>24}"));
         }
         out.push('\n');
@@ -333,17 +332,32 @@ mod tests {
             &[(1.0, 1.2), (1.0, 2.0), (1.0, 1.8), (1.0, 9.0)],
         );
         use RoundState::*;
-        let t = by_state(&runs, &[Free, Held, Held, Changed], &["strata", "leveldb"]).unwrap();
+        let rows = summarize(&runs);
+        let t = by_state(
+            &rows,
+            &runs,
+            &[Free, Held, Held, Changed],
+            &["strata", "leveldb"],
+        )
+        .unwrap();
         assert!(t.contains("1.20 (1) / 1.90 (2)"), "{t}");
         assert!(
             t.contains("free in 1 round(s), held in 2, changed within 1"),
             "{t}"
         );
         // One state throughout: the summary table is already that state's.
-        assert_eq!(by_state(&runs, &[Held; 4], &["strata", "leveldb"]), None);
+        assert_eq!(
+            by_state(&rows, &runs, &[Held; 4], &["strata", "leveldb"]),
+            None
+        );
         // Only rounds whose state changed: nothing to split.
         assert_eq!(
-            by_state(&runs, &[Changed, Changed, Unknown, Unknown], &["leveldb"]),
+            by_state(
+                &rows,
+                &runs,
+                &[Changed, Changed, Unknown, Unknown],
+                &["leveldb"]
+            ),
             None
         );
     }

@@ -176,10 +176,7 @@ impl Block {
         let mut users = Vec::with_capacity(self.num_restarts);
         let mut values = Vec::new();
         for i in 0..self.num_restarts {
-            let Some(e) = self
-                .entry_at(self.restart_point(i))
-                .filter(|e| e.shared == 0)
-            else {
+            let Some(e) = self.restart_entry(i) else {
                 return Fences::default();
             };
             let key = &self.data[e.delta..e.delta + e.non_shared];
@@ -188,11 +185,7 @@ impl Block {
             }
             users.push(user_key(key));
             let value = e.delta + e.non_shared;
-            let next = if i + 1 < self.num_restarts {
-                self.restart_point(i + 1)
-            } else {
-                self.restarts
-            };
+            let next = self.region_end(i);
             // One entry per restart: each value ends where the next restart starts.
             if let Some(aux) = &aux
                 && values.len() == i
@@ -267,22 +260,34 @@ impl Block {
     #[inline]
     fn touch_region(&self, index: usize) {
         let start = self.restart_point(index);
-        let end = if index + 1 < self.num_restarts {
-            self.restart_point(index + 1)
-        } else {
-            self.restarts
-        };
+        let end = self.region_end(index);
         if let Some(region) = self.data.get(start..end.max(start)) {
             crate::prefetch::lines(region);
         }
     }
 
+    /// Where restart region `index` ends: the next restart point, or the end of the
+    /// entries after the last.
+    #[inline]
+    fn region_end(&self, index: usize) -> usize {
+        if index + 1 < self.num_restarts {
+            self.restart_point(index + 1)
+        } else {
+            self.restarts
+        }
+    }
+
+    /// The header of the entry at restart point `index`, or `None` if it is damaged (a
+    /// restart entry shares nothing with the key before it).
+    #[inline]
+    fn restart_entry(&self, index: usize) -> Option<Entry> {
+        self.entry_at(self.restart_point(index))
+            .filter(|e| e.shared == 0)
+    }
+
     /// The full key stored at restart point `index`, or `None` if it is damaged.
     fn restart_key(&self, index: usize) -> Option<&[u8]> {
-        let e = self.entry_at(self.restart_point(index))?;
-        if e.shared != 0 {
-            return None;
-        }
+        let e = self.restart_entry(index)?;
         Some(&self.data[e.delta..e.delta + e.non_shared])
     }
 
@@ -877,7 +882,7 @@ mod tests {
                 b.add(k, v);
             }
             let bytes = b.finish().to_vec();
-            let bytes_again = bytes.clone();
+            let index_bytes = bytes.clone();
             let plain = Arc::new(Block::new(bytes.clone()).unwrap());
             let fenced = Arc::new(Block::kept(bytes.clone(), true).unwrap());
             prop_assert_eq!(fenced.fences.is_empty(), plain.num_restarts < 2);
@@ -897,7 +902,7 @@ mod tests {
             let (mut a, mut f) = (plain.iter(order), fenced.iter(order));
             // T6: an index-like block with each value's summary beside its fence.
             let summary = |v: &[u8]| Some(v.iter().fold(v.len() as u64, |h, &x| h * 131 + u64::from(x)));
-            let indexed = Block::kept_index(bytes_again.clone(), true, summary).unwrap();
+            let indexed = Block::kept_index(index_bytes, true, summary).unwrap();
             for t in &targets {
                 match indexed.find(t) {
                     Found::Entry { number, aux } => {
