@@ -4,6 +4,8 @@
 CARGO ?= cargo
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
+# A comma inside $(call ...)'s arguments.
+, := ,
 
 .PHONY: libleveldb test bench bench-full bench-yardstick bench-group-commit bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
@@ -27,12 +29,25 @@ libleveldb: deps
 BENCH_BUILD = scripts/build-rocksdb-release.sh >/dev/null && \
 	STRATA_BENCH_ROCKSDB_DIR=$(CURDIR)/target/rocksdb-native $(CARGO) build --release -p strata-bench
 
+# One engine's failure is not the run's: a group whose process dies (a signal), runs past
+# GROUP_TIMEOUT seconds or fails is recorded as failed and the run goes on; the page is
+# drawn anyway, with the failed cells marked, and then the target fails, naming them.
+GROUP_TIMEOUT ?= 1800
+# $(call run_and_report,NAME,PAGE_DIR,ARGS[,TEE_FLAGS]): strata-bench ARGS into
+# bench-report/NAME.json and .txt, then the page into PAGE_DIR, then strata-bench's status.
+# TEE_FLAGS -a: a resumable run, whose files are added to, never removed first.
+define run_and_report
+	status=0; [ "$(4)" = -a ] || rm -f bench-report/$(1).json; \
+	./target/release/strata-bench $(3) --group_timeout=$(GROUP_TIMEOUT) --json bench-report/$(1).json | tee $(4) bench-report/$(1).txt || status=$$?; \
+	if [ -f bench-report/$(1).json ]; then ./target/release/strata-bench report bench-report/$(1).json --out $(2); fi; \
+	exit $$status
+endef
+
 bench: deps
 	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
-	./target/release/strata-bench --suite baseline --engines=all --read_budget=10 --json bench-report/baseline.json | tee bench-report/baseline.txt
-	./target/release/strata-bench report bench-report/baseline.json --out bench-report
+	$(call run_and_report,baseline,bench-report,--suite baseline --engines=all --read_budget=10)
 
 # Three interleaved rounds, medians and paired ratios reported (49 minutes here on 2026-11-26).
 # Resumable: run it again after an interruption and it goes on from the last finished
@@ -41,8 +56,7 @@ bench-full: deps
 	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
-	./target/release/strata-bench --suite baseline --engines=all --repeats=3 --read_budget=10 --resume --json bench-report/baseline-full.json | tee -a bench-report/baseline-full.txt
-	./target/release/strata-bench report bench-report/baseline-full.json --out bench-report/full
+	$(call run_and_report,baseline-full,bench-report/full,--suite baseline --engines=all --repeats=3 --read_budget=10 --resume,-a)
 
 # The other pages (docs/bench.md, "The other suites"), each into bench-report/PAGE/:
 # group commit (5 rounds, 3 s a group: about 20 minutes), read-while-writing (3 rounds,
@@ -52,21 +66,18 @@ bench-full: deps
 bench-group-commit: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report
-	./target/release/strata-bench --suite group-commit --engines=strata,leveldb,rocksdb,sqlite3-wal,wiredtiger-lsm,wiredtiger-btree --repeats=5 --duration=3 --json bench-report/group-commit.json | tee bench-report/group-commit.txt
-	./target/release/strata-bench report bench-report/group-commit.json --out bench-report/group-commit
+	$(call run_and_report,group-commit,bench-report/group-commit,--suite group-commit --engines=strata$(,)leveldb$(,)rocksdb$(,)sqlite3-wal$(,)wiredtiger-lsm$(,)wiredtiger-btree --repeats=5 --duration=3)
 
 bench-readwhilewriting: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report
-	./target/release/strata-bench --suite readwhilewriting --engines=strata,leveldb,rocksdb,wiredtiger-lsm,wiredtiger-btree,fjall --repeats=3 --duration=5 --json bench-report/readwhilewriting.json | tee bench-report/readwhilewriting.txt
-	./target/release/strata-bench report bench-report/readwhilewriting.json --out bench-report/readwhilewriting
+	$(call run_and_report,readwhilewriting,bench-report/readwhilewriting,--suite readwhilewriting --engines=strata$(,)leveldb$(,)rocksdb$(,)wiredtiger-lsm$(,)wiredtiger-btree$(,)fjall --repeats=3 --duration=5)
 
 bench-value-sizes: deps
 	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
-	./target/release/strata-bench --suite value-sizes --engines=all --read_budget=10 --json bench-report/value-sizes.json | tee bench-report/value-sizes.txt
-	./target/release/strata-bench report bench-report/value-sizes.json --out bench-report/value-sizes
+	$(call run_and_report,value-sizes,bench-report/value-sizes,--suite value-sizes --engines=all --read_budget=10)
 
 # Scale rounds alternate the engines (SCALE_ROUNDS, default 3); each random read and scan
 # benchmark reads SCALE_READS keys on both engines. Interrupted, the same command goes on
@@ -78,8 +89,9 @@ bench-scale: deps
 	$(BENCH_BUILD)
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
-	./target/release/strata-bench --suite scale --num=$(NUM) --engines=strata,leveldb-dbbench --repeats=$(SCALE_ROUNDS) --reads=$(SCALE_READS) --read_budget=0 --resume --json bench-report/scale-$(NUM).json | tee -a bench-report/scale-$(NUM).txt
-	./target/release/strata-bench report bench-report/scale-*.json --out bench-report/scale
+	status=0; ./target/release/strata-bench --suite scale --num=$(NUM) --engines=strata,leveldb-dbbench --repeats=$(SCALE_ROUNDS) --reads=$(SCALE_READS) --read_budget=0 --resume --json bench-report/scale-$(NUM).json | tee -a bench-report/scale-$(NUM).txt || status=$$?; \
+	if [ -f bench-report/scale-$(NUM).json ]; then ./target/release/strata-bench report bench-report/scale-*.json --out bench-report/scale; fi; \
+	exit $$status
 
 # The yardstick: Strata against LevelDB's own release db_bench on the baseline suite,
 # alternating back to back ROUNDS times (default 5); the summary gives the median of the

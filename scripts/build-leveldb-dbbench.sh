@@ -91,6 +91,12 @@ for name in db_bench db_bench_sqlite3 db_bench_tree_db; do
   g++ "${flags[@]}" -c "$src/benchmarks/$name.cc" -o "$out/obj/$name.o"
   g++ "${flags[@]}" "${objs[@]}" "$out/obj/$name.o" -o "$out/$name" "${libs[@]}"
 done
+# Each program links what its line above names, the C++ runtime and libc, nothing else.
+source "$(dirname "$0")/peer-links.sh"
+runtime=(libstdc++.so.6 libm.so.6 libgcc_s.so.1 libc.so.6)
+check_needed "$out/db_bench" libsnappy.so.1 "${runtime[@]}"
+check_needed "$out/db_bench_sqlite3" libsnappy.so.1 libsqlite3.so.0 "${runtime[@]}"
+check_needed "$out/db_bench_tree_db" libsnappy.so.1 libkyotocabinet.so.16 "${runtime[@]}"
 {
   echo "LevelDB 1.23 benchmarks/ (db_bench, db_bench_sqlite3, db_bench_tree_db), Debian source package $(basename "$tarball")"
   echo "g++ $(g++ -dumpfullversion): ${flags[*]:0:6} -lsnappy; db_bench patched: seeds 1000 + thread index, --compression"

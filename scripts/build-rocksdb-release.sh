@@ -4,6 +4,14 @@
 # (PORTABLE=0: -march=native, so CRC-32C and its other hot loops use the CPU's
 # instructions), with Snappy, as a shared library exporting RocksDB's C API.
 #
+# The same library on every machine: RocksDB's build_detect_platform links every optional
+# library it finds installed (tcmalloc, jemalloc, liburing, zstd, lz4, bzip2, zlib, numa,
+# gflags, TBB, memkind, google benchmark). A tcmalloc linked that way crashed the whole
+# run (RocksDB's arena asked glibc's malloc_usable_size about tcmalloc's memory: SIGSEGV).
+# So each of them is turned off by name below, and the result must need exactly LINKS:
+# Snappy, the C++ runtime and libc; the build fails otherwise, and BUILD_INFO (printed on
+# the page as the engine's version) lists what it links.
+#
 # The source is RocksDB 10.4.2 as the `librocksdb-sys` crate (0.17.3) ships it, fetched
 # by cargo from crates.io (no git needed). 12-20 minutes on 2 cores, once: the result
 # is kept in OUT and reused while BUILD_INFO names this version.
@@ -15,7 +23,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/target/rocksdb-native}
 crate=0.17.3
 version=10.4.2
-stamp="RocksDB $version release built here (librocksdb-sys $crate source; make shared_lib DEBUG_LEVEL=0 PORTABLE=0)"
+# What the library may need, and nothing else (tests/peer_links.rs reads this line).
+LINKS=(libsnappy.so.1 libstdc++.so.6 libm.so.6 libgcc_s.so.1 libc.so.6)
+stamp="RocksDB $version release built here (librocksdb-sys $crate source; make shared_lib DEBUG_LEVEL=0 PORTABLE=0; links ${LINKS[*]})"
 if [ -f "$out/librocksdb.so" ] && [ "$(head -n1 "$out/BUILD_INFO" 2>/dev/null)" = "$stamp" ]; then
   echo "$out"
   exit 0
@@ -51,9 +61,12 @@ fi
 (
   cd "$build"
   # Only Snappy among the compressions: what the peers are given (and what LevelDB has).
+  # No other optional library, whatever the machine has: each of build_detect_platform's
+  # switches for one (io_uring's is ROCKSDB_USE_IO_URING), named here.
   ROCKSDB_DISABLE_LZ4=1 ROCKSDB_DISABLE_ZSTD=1 ROCKSDB_DISABLE_BZIP=1 ROCKSDB_DISABLE_ZLIB=1 \
-  ROCKSDB_DISABLE_GFLAGS=1 ROCKSDB_DISABLE_LIBURING=1 ROCKSDB_DISABLE_TBB=1 \
-  ROCKSDB_DISABLE_JEMALLOC=1 ROCKSDB_DISABLE_MEMKIND=1 \
+  ROCKSDB_DISABLE_GFLAGS=1 ROCKSDB_USE_IO_URING=0 ROCKSDB_DISABLE_TBB=1 \
+  ROCKSDB_DISABLE_JEMALLOC=1 ROCKSDB_DISABLE_TCMALLOC=1 ROCKSDB_DISABLE_MEMKIND=1 \
+  ROCKSDB_DISABLE_NUMA=1 ROCKSDB_DISABLE_BENCHMARK=1 \
     nice -n 5 make -j"$(nproc)" shared_lib DEBUG_LEVEL=0 PORTABLE=0 USE_RTTI=1 \
       DISABLE_WARNING_AS_ERROR=1 >"$out/build.log" 2>&1
 ) || { tail -30 "$out/build.log" >&2; exit 1; }
@@ -66,6 +79,9 @@ ln -sf "$lib" "$out/$soname"
 # Every C function strata-bench's RocksDB peer declares must be exported.
 source "$(dirname "$0")/rocksdb-exports.sh"
 check_rocksdb_exports "$root" "$out/$lib"
+# It links what LINKS states and nothing else.
+source "$(dirname "$0")/peer-links.sh"
+check_needed "$out/$lib" "${LINKS[@]}" || { rm -f "$out/librocksdb.so"; exit 1; }
 # What the build used: RocksDB's Makefile at DEBUG_LEVEL=0 compiles with -O2 -DNDEBUG;
 # make_config.mk holds what build_detect_platform found (-march=native for PORTABLE=0).
 found=$(grep -oE -- '-march=native|-DSNAPPY' "$build/make_config.mk" | sort -u | tr '\n' ' ')
@@ -76,6 +92,7 @@ esac
 {
   echo "$stamp"
   echo "g++ -O2 -DNDEBUG $found; C API"
+  echo "links $(needed_of "$out/$lib" | tr '\n' ' ' | sed 's/ $//')"
 } > "$out/BUILD_INFO"
 rm -rf "$build" "$locator"
 echo "$out"

@@ -180,6 +180,7 @@ impl DbBench {
                     name: spec.name.clone(),
                     row: spec.row.clone(),
                     reason: format!("{} has {reason}", self.kind.column()),
+                    failed: false,
                 }),
             }
         }
@@ -205,11 +206,22 @@ impl DbBench {
             let _ = BufReader::new(stderr).read_to_string(&mut text);
             text
         });
+        let watchdog = Watchdog::start(child.id(), flags.group_timeout);
         let read = child
             .stdout
             .take()
             .context("the program's stdout")
             .and_then(|stdout| self.read_results(stdout, pid, flags, &planned, dir));
+        // Stood down before the wait: the process's id is not reused while it is unwaited.
+        let timed_out = watchdog.stand_down();
+        if timed_out {
+            let _ = child.wait();
+            bail!(
+                "{} timed out after {} s (--group_timeout)",
+                self.kind.file(),
+                flags.group_timeout
+            );
+        }
         let read = match read {
             Ok(results) => results,
             Err(e) => {
@@ -449,6 +461,57 @@ fn result(kind: Program, spec: &Spec, flags: &Flags, line: &Line, dir: &Path) ->
         message: line.message.clone(),
         disk_bytes: accounting::disk_usage(dir),
         ..BenchResult::default()
+    }
+}
+
+/// Ends a peer's program that runs past `--group_timeout` (SIGKILL), so one hung
+/// program does not hold up the run.
+struct Watchdog {
+    stop: Option<std::sync::mpsc::Sender<()>>,
+    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Watchdog {
+    /// Watches process `pid` for `seconds` (0: no watch).
+    fn start(pid: u32, seconds: u64) -> Watchdog {
+        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        if seconds == 0 {
+            return Watchdog {
+                stop: None,
+                fired,
+                thread: None,
+            };
+        }
+        let (stop, stopped) = std::sync::mpsc::channel::<()>();
+        let flag = std::sync::Arc::clone(&fired);
+        let thread = std::thread::spawn(move || {
+            let limit = std::time::Duration::from_secs(seconds);
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(limit)
+                && let Some(pid) = i32::try_from(pid)
+                    .ok()
+                    .and_then(rustix::process::Pid::from_raw)
+            {
+                flag.store(true, std::sync::atomic::Ordering::SeqCst);
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        });
+        Watchdog {
+            stop: Some(stop),
+            fired,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops watching; whether the time ran out first (the program was killed).
+    fn stand_down(mut self) -> bool {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

@@ -152,6 +152,15 @@ pub struct Flags {
     /// next one's peak RSS (0: every group in this process).
     #[arg(long = "process_per_group", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub process_per_group: bool,
+    /// Seconds a group of one engine may take before the harness ends its process and
+    /// records the group as timed out (0: no limit). Applies to the groups run in a
+    /// process of their own and to the peers' own benchmark programs.
+    #[arg(long = "group_timeout", default_value_t = 0)]
+    pub group_timeout: u64,
+    /// For the harness's own tests: make ENGINE's process abort (a signal), hang or fail
+    /// when it reaches BENCHMARK, as `ENGINE:BENCHMARK:abort|hang|error`.
+    #[arg(long = "fault", hide = true)]
+    pub fault: Option<String>,
     /// Set by the harness for its child process: the one group (by index) to run.
     #[arg(long = "child_group", hide = true, requires_all = ["child_engine", "child_dir", "child_out"])]
     pub child_group: Option<usize>,

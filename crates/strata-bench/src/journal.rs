@@ -14,6 +14,9 @@
 //!   resumed only whole: if any of them is missing for an engine and round, all of them
 //!   run again, since the interrupted run's database cannot be trusted to be the one the
 //!   finished groups left.
+//! - A group run that failed (`EngineRun::failure`) is not finished: a resumed run runs
+//!   it again, with every group of its database. A run that ends with failed groups
+//!   keeps its journal, so the same command with `--resume` runs just those again.
 
 use std::path::{Path, PathBuf};
 
@@ -74,11 +77,13 @@ pub fn load(json: &Path, args: &[String], home: &[usize]) -> Result<Vec<EngineRu
     Ok(whole_homes(doc.runs, home))
 }
 
-/// Keeps the runs whose every group of the same database (engine, round, home) is there.
+/// Keeps the runs whose every group of the same database (engine, round, home) is there
+/// and finished.
 fn whole_homes(runs: Vec<EngineRun>, home: &[usize]) -> Vec<EngineRun> {
     let has = |engine: &str, round: usize, gi: usize| {
-        runs.iter()
-            .any(|r| r.engine == engine && r.round == round && r.group_index == gi)
+        runs.iter().any(|r| {
+            r.engine == engine && r.round == round && r.group_index == gi && r.failure.is_none()
+        })
     };
     let whole = |r: &EngineRun| {
         let Some(&h) = home.get(r.group_index) else {
@@ -117,6 +122,7 @@ mod tests {
             results: Vec::new(),
             not_available: Vec::new(),
             sweep: None,
+            failure: None,
         }
     }
 
@@ -145,6 +151,23 @@ mod tests {
                 ("b".to_string(), 0, 2),
             ]
         );
+    }
+
+    #[test]
+    fn a_failed_group_runs_again_with_its_home() {
+        let home = [0, 0, 2];
+        let mut failed = run("a", 0, 1);
+        failed.failure = Some(crate::results::GroupFailure {
+            benchmark: Some("readrandom".into()),
+            what: "killed by signal 11 (SIGSEGV)".into(),
+            tail: Vec::new(),
+        });
+        let runs = vec![run("a", 0, 0), failed, run("a", 0, 2)];
+        let kept: Vec<usize> = whole_homes(runs, &home)
+            .into_iter()
+            .map(|r| r.group_index)
+            .collect();
+        assert_eq!(kept, vec![2]);
     }
 
     #[test]

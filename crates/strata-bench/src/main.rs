@@ -8,6 +8,7 @@ mod dbbench;
 mod engine;
 mod flags;
 mod journal;
+mod outcome;
 mod peers;
 mod probe;
 mod report;
@@ -19,6 +20,7 @@ mod workload;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
@@ -27,6 +29,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::bench::{KEY_SIZE, Runner};
 use crate::engine::{EngineKind, Settings};
 use crate::flags::Flags;
+use crate::outcome::GroupOutcome;
 use crate::results::{Document, EngineRun, NotAvailable};
 
 /// Peers that later builds add, named so `--engines` can say they are not built.
@@ -210,7 +213,9 @@ fn run(flags: &Flags) -> Result<()> {
         summary: Vec::new(),
     };
     let rounds = flags.repeats.max(1);
-    let mut failures = 0usize;
+    let timeout = (flags.group_timeout > 0).then(|| Duration::from_secs(flags.group_timeout));
+    // (engine, group, round, failure) of every group run that did not finish.
+    let mut failed = Vec::new();
     let home = suite::homes(&groups);
     let mut journaled = match &flags.json {
         Some(json) if flags.resume => journal::load(json, &doc.args, &home)?,
@@ -246,14 +251,37 @@ fn run(flags: &Flags) -> Result<()> {
                     println!();
                     continue;
                 }
+                // A group that reads what an earlier one built cannot run on what a
+                // failed group left.
+                let broken = doc.runs.iter().any(|run| {
+                    run.engine == column.name()
+                        && run.round == round
+                        && run.failure.is_some()
+                        && home[run.group_index] == home[gi]
+                });
                 let outcome = match column {
+                    _ if broken => GroupOutcome::not_run(
+                        column.name(),
+                        &g.specs,
+                        "the earlier group that built its database failed".into(),
+                    ),
                     Column::Engine(kind) if flags.process_per_group => {
-                        child::run_group(kind.name(), gi, &dir)?
+                        child::run_group(kind.name(), g, gi, &dir, timeout)
                     }
-                    Column::Engine(kind) => run_engine_group(*kind, g, dir.clone())?,
+                    Column::Engine(kind) => {
+                        run_engine_group(*kind, g, dir.clone(), &mut |_| Ok(()))?
+                    }
                     Column::DbBench(program) => run_program_group(program, g, &dir),
                 };
-                failures += outcome.failures;
+                if let Some(f) = &outcome.failure {
+                    println!(
+                        "FAILED:     {} in group {:?}: {}",
+                        column.name(),
+                        g.label,
+                        f.what
+                    );
+                    failed.push((column.name().to_string(), g.label.clone(), round, f.clone()));
+                }
                 if temp.is_some() && last_in_home(gi) {
                     let _ = std::fs::remove_dir_all(&dir);
                 }
@@ -267,6 +295,7 @@ fn run(flags: &Flags) -> Result<()> {
                     results: outcome.results,
                     not_available: outcome.not_available,
                     sweep: g.sweep.clone(),
+                    failure: outcome.failure,
                 });
                 if let Some(json) = &flags.json {
                     journal::save(json, &doc)?;
@@ -297,21 +326,20 @@ fn run(flags: &Flags) -> Result<()> {
     if let Some(path) = &flags.json {
         let text = serde_json::to_string_pretty(&doc)?;
         std::fs::write(path, text).with_context(|| format!("write {}", path.display()))?;
-        journal::remove(path);
+        if failed.is_empty() {
+            journal::remove(path);
+        } else {
+            eprintln!(
+                "the journal {} is kept: the same command with --resume runs the failed groups again",
+                journal::path(path).display()
+            );
+        }
         eprintln!("results written to {}", path.display());
     }
-    if failures > 0 {
-        bail!("{failures} benchmark(s) failed (see FAILED above); the other results stand");
+    if !failed.is_empty() {
+        bail!("{}", outcome::summary_line(&failed));
     }
     Ok(())
-}
-
-/// What one column's run of one group gave.
-#[derive(serde::Serialize, serde::Deserialize)]
-struct GroupOutcome {
-    results: Vec<results::BenchResult>,
-    not_available: Vec<NotAvailable>,
-    failures: usize,
 }
 
 fn print_result(r: &results::BenchResult) -> Result<()> {
@@ -326,25 +354,26 @@ fn print_result(r: &results::BenchResult) -> Result<()> {
     Ok(())
 }
 
-/// Runs one group on an engine the harness drives, benchmark by benchmark.
+/// Runs one group on an engine the harness drives, benchmark by benchmark; `progress`
+/// is shown the outcome so far before each benchmark (`running` names it).
 fn run_engine_group(
     kind: &'static dyn EngineKind,
     g: &suite::Group,
     dir: PathBuf,
+    progress: &mut dyn FnMut(&GroupOutcome) -> Result<()>,
 ) -> Result<GroupOutcome> {
     let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
-    let mut out = GroupOutcome {
-        results: Vec::new(),
-        not_available: Vec::new(),
-        failures: 0,
-    };
+    let mut out = GroupOutcome::default();
     let na = |position: usize, spec: &bench::Spec, reason: String| NotAvailable {
         position,
         name: spec.name.clone(),
         row: spec.row.clone(),
         reason,
+        failed: false,
     };
     for (position, spec) in g.specs.iter().enumerate() {
+        out.running = Some(position);
+        progress(&out)?;
         if let Some(why) = runner.lacks(spec) {
             out.not_available
                 .push(na(position, spec, format!("{} has {why}", kind.name())));
@@ -356,7 +385,8 @@ fn run_engine_group(
         );
         bar.set_message(format!("{} {}", kind.name(), spec.name));
         bar.enable_steady_tick(std::time::Duration::from_millis(200));
-        let outcome = runner.run(spec);
+        let outcome = inject(g.flags.fault.as_deref(), kind.name(), &spec.name)
+            .and_then(|()| runner.run(spec));
         bar.finish_and_clear();
         match outcome {
             Ok(Some(mut r)) => {
@@ -383,25 +413,38 @@ fn run_engine_group(
                     spec.name,
                     kind.name()
                 );
-                for (p, s) in g.specs.iter().enumerate().skip(position) {
-                    let reason = if p == position {
-                        format!("{} has failed here: {why}", kind.name())
-                    } else {
-                        format!(
-                            "{} has not run it (an earlier benchmark of the group failed)",
-                            kind.name()
-                        )
-                    };
-                    out.not_available.push(na(p, s, reason));
-                }
-                out.failures += 1;
+                out.fail_at(kind.name(), &g.specs, position, why, Vec::new());
                 break;
             }
         }
     }
+    out.running = None;
     std::hint::black_box(runner.sink());
     runner.close();
     Ok(out)
+}
+
+/// `--fault=ENGINE:BENCHMARK:abort|hang|error`, for the harness's own tests: when
+/// `engine` reaches `benchmark`, abort the process (SIGABRT), hang, or fail.
+fn inject(fault: Option<&str>, engine: &str, benchmark: &str) -> Result<()> {
+    let Some(fault) = fault else {
+        return Ok(());
+    };
+    let parts: Vec<&str> = fault.split(':').collect();
+    let [e, b, how] = parts[..] else {
+        bail!("--fault takes ENGINE:BENCHMARK:abort|hang|error, not {fault:?}");
+    };
+    if e != engine || b != benchmark {
+        return Ok(());
+    }
+    match how {
+        "abort" => std::process::abort(),
+        "hang" => loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        },
+        "error" => bail!("an error injected by --fault"),
+        other => bail!("--fault: no fault {other:?} (abort, hang, error)"),
+    }
 }
 
 /// Runs one group as one process of LevelDB's own db_bench.
@@ -421,7 +464,7 @@ fn run_program_group(
             GroupOutcome {
                 results: run.results,
                 not_available: run.not_available,
-                failures: 0,
+                ..GroupOutcome::default()
             }
         }
         Err(e) => {
@@ -429,22 +472,9 @@ fn run_program_group(
             let name = program.kind().column();
             println!("{:<12} : FAILED ({why})", name);
             eprintln!("strata-bench: {name} failed: {why}");
-            let not_available = g
-                .specs
-                .iter()
-                .enumerate()
-                .map(|(position, s)| NotAvailable {
-                    position,
-                    name: s.name.clone(),
-                    row: s.row.clone(),
-                    reason: format!("{name} has failed: {why}"),
-                })
-                .collect();
-            GroupOutcome {
-                results: Vec::new(),
-                not_available,
-                failures: 1,
-            }
+            let mut out = GroupOutcome::default();
+            out.fail_at(name, &g.specs, 0, why, Vec::new());
+            out
         }
     }
 }

@@ -126,6 +126,25 @@ pub struct EngineRun {
     /// Where the group sits on its suite's swept axis, in suites that sweep one.
     #[serde(default)]
     pub sweep: Option<Sweep>,
+    /// Why the group did not finish, if it did not: the benchmarks it had not finished
+    /// are in `not_available`, marked `failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<GroupFailure>,
+}
+
+/// Why one engine's group did not finish: its process died by a signal, ran past
+/// `--group_timeout` or exited with an error, or a benchmark failed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupFailure {
+    /// The benchmark it was running, when known.
+    pub benchmark: Option<String>,
+    /// What happened, in one line ("killed by signal 11 (SIGSEGV)", "timed out after
+    /// 600 s", or the benchmark's error).
+    pub what: String,
+    /// The last lines the engine's process printed, standard output and error
+    /// interleaved as they came (empty when the failure was a benchmark's error).
+    #[serde(default)]
+    pub tail: Vec<String>,
 }
 
 /// A group's place on the one setting its suite varies from group to group (value size,
@@ -149,6 +168,10 @@ pub struct NotAvailable {
     pub row: String,
     /// Why, such as "no atomic batches".
     pub reason: String,
+    /// The engine failed here, or did not get here because it failed earlier in the
+    /// group: not a benchmark it lacks.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub failed: bool,
 }
 
 /// Everything a run of the tool produced.
@@ -201,6 +224,10 @@ pub struct SummaryRow {
     /// Engine to why it could not run this benchmark.
     #[serde(default)]
     pub not_available: BTreeMap<String, String>,
+    /// Engine to why it failed at this benchmark (or before it in its group), in a round
+    /// of the run; an engine that ran it in other rounds still has its median.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub failed: BTreeMap<String, String>,
     /// Engine (other than Strata) to its paired ratios to Strata over the rounds in which
     /// both ran.
     #[serde(default)]
@@ -262,6 +289,7 @@ pub(crate) fn sample_run(engine: &str, round: usize, results: &[(&str, f64)]) ->
             .collect(),
         not_available: Vec::new(),
         sweep: None,
+        failure: None,
     }
 }
 

@@ -56,6 +56,7 @@ struct Cell {
     benchmark: String,
     per_engine: BTreeMap<String, BTreeMap<usize, f64>>,
     not_available: BTreeMap<String, String>,
+    failed: BTreeMap<String, String>,
 }
 
 /// Groups every run's results by (group, benchmark position) and takes medians.
@@ -70,6 +71,7 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
                 benchmark: r.name.clone(),
                 per_engine: BTreeMap::new(),
                 not_available: BTreeMap::new(),
+                failed: BTreeMap::new(),
             });
             cell.per_engine
                 .entry(run.engine.clone())
@@ -85,9 +87,14 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
                     benchmark: na.name.clone(),
                     per_engine: BTreeMap::new(),
                     not_available: BTreeMap::new(),
+                    failed: BTreeMap::new(),
                 });
-            cell.not_available
-                .insert(run.engine.clone(), na.reason.clone());
+            let to = if na.failed {
+                &mut cell.failed
+            } else {
+                &mut cell.not_available
+            };
+            to.insert(run.engine.clone(), na.reason.clone());
         }
     }
     cells
@@ -122,6 +129,7 @@ pub fn summarize(runs: &[EngineRun]) -> Vec<SummaryRow> {
                 median_micros,
                 repeats,
                 not_available: cell.not_available,
+                failed: cell.failed,
                 paired: pairs,
             }
         })
@@ -167,6 +175,7 @@ pub fn table(rows: &[SummaryRow], engines: &[&str]) -> String {
                 }
                 (Some(m), Some(p)) => format!("{m:.3} ({:.2})", p.median),
                 (Some(m), None) => format!("{m:.3}"),
+                (None, _) if r.failed.contains_key(*e) => "FAILED".to_string(),
                 (None, _) => "n/a".to_string(),
             };
             out.push_str(&format!(" {cell:>width$}"));
@@ -266,6 +275,7 @@ mod tests {
             median_micros: m,
             repeats: BTreeMap::new(),
             not_available: BTreeMap::new(),
+            failed: BTreeMap::new(),
             paired: BTreeMap::from([(
                 "leveldb".to_string(),
                 Paired {

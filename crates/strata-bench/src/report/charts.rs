@@ -58,6 +58,14 @@ pub enum Bar {
         /// Why.
         reason: String,
     },
+    /// An engine that failed at the workload in every round that reached it (its
+    /// process died, timed out or reported an error): drawn as a failure, never as zero.
+    Failed {
+        /// Engine name.
+        engine: String,
+        /// What happened.
+        reason: String,
+    },
     /// A figure from the 2011 page.
     Published {
         /// Engine name.
@@ -70,7 +78,9 @@ pub enum Bar {
 impl Bar {
     fn label(&self) -> String {
         match self {
-            Bar::Measured { engine, .. } | Bar::NotAvailable { engine, .. } => engine.clone(),
+            Bar::Measured { engine, .. }
+            | Bar::NotAvailable { engine, .. }
+            | Bar::Failed { engine, .. } => engine.clone(),
             Bar::Published { engine, .. } => format!("{engine} (2011 page)"),
         }
     }
@@ -79,7 +89,7 @@ impl Bar {
         match self {
             Bar::Measured { value, .. } => *value,
             Bar::Published { ops_per_sec, .. } => *ops_per_sec,
-            Bar::NotAvailable { .. } => 0.0,
+            Bar::NotAvailable { .. } | Bar::Failed { .. } => 0.0,
         }
     }
 }
@@ -265,7 +275,7 @@ fn bar_color(b: &Bar) -> Option<RGBColor> {
         Bar::Measured { engine, .. } if engine == "strata" => Some(STRATA),
         Bar::Measured { .. } => Some(PEER),
         Bar::Published { .. } => Some(PUBLISHED),
-        Bar::NotAvailable { .. } => None,
+        Bar::NotAvailable { .. } | Bar::Failed { .. } => None,
     }
 }
 
@@ -284,6 +294,7 @@ fn bar_text(b: &Bar, scale: Scale) -> (String, RGBColor) {
         }
         Bar::Published { ops_per_sec, .. } => (thousands(*ops_per_sec), MUTED),
         Bar::NotAvailable { reason, .. } => (format!("n/a: {reason}"), MUTED),
+        Bar::Failed { reason, .. } => (format!("FAILED: {reason}"), BEHIND),
     }
 }
 

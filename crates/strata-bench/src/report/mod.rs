@@ -325,6 +325,11 @@ impl<'a> Page<'a> {
                     value,
                     ratio: row.paired.get(e).map(|p| p.median),
                 });
+            } else if let Some(why) = row.failed.get(e) {
+                out.push(Bar::Failed {
+                    engine: e.clone(),
+                    reason: failure_words(why),
+                });
             } else if let Some(why) = row.not_available.get(e) {
                 out.push(Bar::NotAvailable {
                     engine: e.clone(),
@@ -458,6 +463,7 @@ impl<'a> Page<'a> {
         self.render_head(&mut h);
         h.push_str("<nav><a href=\"#verdict\">verdict</a> · <a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
         self.render_verdict(&mut h);
+        self.render_failures(&mut h);
         self.render_bars(&mut h, charts_dir)?;
         self.render_sweeps(&mut h, charts_dir)?;
         self.render_series(&mut h, charts_dir)?;
@@ -838,6 +844,52 @@ impl<'a> Page<'a> {
         h.push_str("</tbody></table></div></section>");
     }
 
+    /// Every group run that did not finish: engine, group, round, where, what happened
+    /// and the last lines its process printed. Nothing when every group finished.
+    fn render_failures(&self, h: &mut String) {
+        let failed: Vec<&EngineRun> = self
+            .docs
+            .iter()
+            .flat_map(|d| &d.runs)
+            .filter(|r| r.failure.is_some())
+            .collect();
+        if failed.is_empty() {
+            return;
+        }
+        let _ = write!(
+            h,
+            "<section id=\"failures\"><h2>Failures</h2><p class=\"how\">{} group run(s) did \
+             not finish. Their finished benchmarks are on the page; the benchmark each \
+             failed at and the later ones of its group are drawn as FAILED (a row keeps the \
+             median of the rounds that ran it).</p><div class=\"scroll\"><table><thead><tr>\
+             <th>engine</th><th>group</th><th>round</th><th>at</th><th>what happened</th>\
+             </tr></thead><tbody>",
+            failed.len()
+        );
+        for r in &failed {
+            let Some(f) = &r.failure else { continue };
+            let tail = if f.tail.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "<details><summary>its last {} lines</summary><pre>{}</pre></details>",
+                    f.tail.len(),
+                    esc(&f.tail.join("\n"))
+                )
+            };
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"failed\">{}{tail}</td></tr>",
+                esc(&r.engine),
+                esc(&r.group),
+                r.round + 1,
+                esc(f.benchmark.as_deref().unwrap_or("-")),
+                esc(&f.what)
+            );
+        }
+        h.push_str("</tbody></table></div></section>");
+    }
+
     fn render_summary(&self, h: &mut String) {
         h.push_str(
             "<section id=\"summary\"><h2>Summary</h2><p class=\"how\">Median µs per operation; \
@@ -886,6 +938,10 @@ impl<'a> Page<'a> {
                     }
                     (Some(m), _) => {
                         let _ = write!(h, "<td>{}</td>", micros(*m));
+                    }
+                    (None, _) if let Some(why) = r.failed.get(e) => {
+                        let _ =
+                            write!(h, "<td class=\"failed\" title=\"{}\">FAILED</td>", esc(why));
                     }
                     (None, _) => {
                         let _ = write!(h, "<td class=\"na\">n/a</td>");
@@ -977,6 +1033,15 @@ impl<'a> Page<'a> {
 
 /// The result of `run` at position `index` of its group (results of older files carry no
 /// position: their place in the list is it).
+/// A failed cell's reason without the engine's name ("rocksdb has failed here: killed
+/// by signal 11" -> "killed by signal 11"; "... has failed earlier in the group: ..." ->
+/// "earlier in the group: ...").
+fn failure_words(why: &str) -> String {
+    let rest = why.split_once(" has ").map_or(why, |(_, r)| r);
+    let rest = rest.strip_prefix("failed here: ").unwrap_or(rest);
+    rest.strip_prefix("failed ").unwrap_or(rest).to_string()
+}
+
 fn result_at(run: &EngineRun, index: usize) -> Option<&BenchResult> {
     run.results
         .iter()
@@ -1049,7 +1114,8 @@ border:1px solid #e5e5e5}figure svg{display:block;max-width:100%;height:auto}\
 figcaption{font-size:12px;color:#777;padding:2px 8px 6px}figcaption a{float:right}\
 table{border-collapse:collapse;font-size:13px;background:#fff}td,th{border:1px solid #e2e2e2;\
 padding:3px 6px;text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}\
-tr.group td{text-align:left;background:#f0f0f0;font-weight:600}.na{color:#999}\
+tr.group td{text-align:left;background:#f0f0f0;font-weight:600}.na{color:#999}.failed{color:#b03a2e;font-weight:600}\
+#failures td{white-space:normal;text-align:left}#failures pre{white-space:pre-wrap;font-weight:400;color:#333}\
 .scroll{overflow-x:auto}footer{margin-top:32px;color:#888;font-size:12px}nav{font-size:14px}";
 
 #[cfg(test)]
