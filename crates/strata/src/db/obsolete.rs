@@ -18,40 +18,75 @@ pub(super) fn needed_blob_files(st: &mut State) -> HashSet<u64> {
     needed
 }
 
+/// The files the database needs at one moment (D4): the one predicate that both the
+/// deletion of obsolete files and `Db::verify`'s list of garbage use.
+pub(super) struct Needed {
+    /// Logs from this number on are replayed at open.
+    pub(super) log_number: u64,
+    /// The log of an older format's previous memtable, if any (0: none).
+    pub(super) prev_log: u64,
+    /// The log being written now (0 for a read-only open).
+    pub(super) current_log: u64,
+    /// Manifests from this number on are live.
+    pub(super) manifest_number: u64,
+    /// Tables some live version names.
+    pub(super) tables: HashSet<u64>,
+    /// Numbers of outputs being written (tables, temporary files, blob files).
+    pub(super) pending: HashSet<u64>,
+    /// Blob files someone needs besides those of live WALs (X3).
+    pub(super) blobs: HashSet<u64>,
+}
+
+impl Needed {
+    /// What the database needs now; `manifest_number` is the live manifest's.
+    pub(super) fn of(st: &mut State, manifest_number: u64) -> Needed {
+        Needed {
+            log_number: st.versions.log_number,
+            prev_log: st.versions.prev_log_number,
+            current_log: st.log_file_number,
+            manifest_number,
+            tables: st.versions.live_files(),
+            pending: st.pending_outputs.clone(),
+            blobs: needed_blob_files(st),
+        }
+    }
+
+    /// Whether the file called `name` must stay: `Some(true)` for one the database needs
+    /// (or keeps, as `CURRENT` and `LOCK`), `Some(false)` for garbage the deletion of
+    /// obsolete files removes (a table a cut-short compaction left, an old log or
+    /// manifest), `None` for a name that is none of the database's kinds (never removed).
+    pub(super) fn keeps(&self, name: &str) -> Option<bool> {
+        Some(match filename::parse(name)? {
+            Kind::Log(n) => n >= self.log_number || n == self.prev_log || n == self.current_log,
+            Kind::Manifest(n) => n >= self.manifest_number,
+            Kind::Table(n) => self.tables.contains(&n) || self.pending.contains(&n),
+            Kind::Temp(n) => self.pending.contains(&n),
+            Kind::Blob(n) => {
+                n >= self.log_number || self.blobs.contains(&n) || self.pending.contains(&n)
+            }
+            Kind::Current | Kind::Lock | Kind::InfoLog => true,
+        })
+    }
+}
+
 /// Deletes files no live version, pending output or needed log names (D4).
 pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
     if st.bg_error.is_some() {
         return; // the state on disk is in doubt: keep everything
     }
-    let live = st.versions.live_files();
-    let needed_blobs = needed_blob_files(st);
+    let needed = Needed::of(st, st.versions.manifest_number);
     let Ok(names) = db.env.children(&db.dir) else {
         return;
     };
     for name in names {
-        let keep = match filename::parse(&name) {
-            Some(Kind::Log(n)) => {
-                n >= st.versions.log_number
-                    || n == st.versions.prev_log_number
-                    || n == st.log_file_number
-            }
-            Some(Kind::Manifest(n)) => n >= st.versions.manifest_number,
-            Some(Kind::Table(n)) => live.contains(&n) || st.pending_outputs.contains(&n),
-            Some(Kind::Temp(n)) => st.pending_outputs.contains(&n),
-            Some(Kind::Blob(n)) => {
-                n >= st.versions.log_number
-                    || needed_blobs.contains(&n)
-                    || st.pending_outputs.contains(&n)
-            }
-            Some(Kind::Current | Kind::Lock | Kind::InfoLog) | None => true,
-        };
-        if !keep {
-            match filename::parse(&name) {
-                Some(Kind::Table(n)) => db.table_cache.evict(n),
-                Some(Kind::Blob(n)) => db.blobs.evict(n),
-                _ => {}
-            }
-            let _ = db.env.remove_file(&db.dir.join(&name));
+        if needed.keeps(&name) != Some(false) {
+            continue;
         }
+        match filename::parse(&name) {
+            Some(Kind::Table(n)) => db.table_cache.evict(n),
+            Some(Kind::Blob(n)) => db.blobs.evict(n),
+            _ => {}
+        }
+        let _ = db.env.remove_file(&db.dir.join(&name));
     }
 }

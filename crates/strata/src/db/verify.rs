@@ -10,7 +10,11 @@
 //! - the write-ahead logs still needed read with every checksum right (the same allowance
 //!   for the tail of the live log).
 //!
-//! Files in the directory that nothing references are reported, not treated as errors.
+//! Files in the directory that nothing references are reported, not treated as errors:
+//! garbage of the database's own kinds (a table a compaction cut short by a close or a
+//! crash left, LevelDB's as well as Strata's; an old log or manifest), which the next
+//! read-write open removes (the same predicate, `obsolete::Needed`), and files of other
+//! names, which nothing removes. Neither changes an answer or loses data.
 
 use std::cmp::Ordering;
 
@@ -37,45 +41,47 @@ pub struct VerifyReport {
     pub blob_values: u64,
     /// Log records read (manifest and write-ahead logs).
     pub log_records: u64,
-    /// Files in the directory that nothing references (left by a crash, or another
-    /// program's).
+    /// Garbage: files of the database's own kinds that nothing references (the output of
+    /// a compaction or flush cut short by a close or a crash, old logs and manifests).
+    /// The next read-write open removes them; they are not damage.
     pub unreferenced: Vec<String>,
+    /// Files whose names are none of the database's kinds (another program's): never
+    /// read, never removed.
+    pub foreign: Vec<String>,
 }
 
 /// What the database consists of at one moment, to check.
 struct Live {
     version: std::sync::Arc<crate::version::Version>,
-    tables: std::collections::HashSet<u64>,
-    manifest_number: u64,
-    log_number: u64,
-    prev_log: u64,
-    pending: std::collections::HashSet<u64>,
-    needed_blobs: std::collections::HashSet<u64>,
+    needed: super::obsolete::Needed,
 }
 
 pub(super) fn verify(db: &DbInner) -> Result<VerifyReport> {
     let live = {
         let mut st = db.lock();
-        let needed_blobs = super::obsolete::needed_blob_files(&mut st);
+        // Opened read-only, no manifest was written: the one read at open is live.
+        let manifest = if db.read_only {
+            st.versions.recovered_manifest
+        } else {
+            st.versions.manifest_number
+        };
         Live {
             version: st.versions.current(),
-            tables: st.versions.live_files(),
-            // Opened read-only, no manifest was written: the one read at open is live.
-            manifest_number: if db.read_only {
-                st.versions.recovered_manifest
-            } else {
-                st.versions.manifest_number
-            },
-            log_number: st.versions.log_number,
-            prev_log: st.versions.prev_log_number,
-            pending: st.pending_outputs.clone(),
-            needed_blobs,
+            needed: super::obsolete::Needed::of(&mut st, manifest),
         }
     };
     let mut report = VerifyReport::default();
     check_tables(db, &live, &mut report)?;
     check_logs(db, &live, &mut report)?;
-    report.unreferenced = unreferenced_files(db, &live)?;
+    for name in db.env.children(&db.dir)? {
+        match live.needed.keeps(&name) {
+            Some(true) => {}
+            Some(false) => report.unreferenced.push(name),
+            None => report.foreign.push(name),
+        }
+    }
+    report.unreferenced.sort();
+    report.foreign.sort();
     Ok(report)
 }
 
@@ -176,13 +182,18 @@ fn check_entries(
 
 /// The live manifest and every log still needed, read with checksums.
 fn check_logs(db: &DbInner, live: &Live, report: &mut VerifyReport) -> Result<()> {
-    report.log_records += read_log(db, &filename::manifest(&db.dir, live.manifest_number))?;
+    report.log_records += read_log(
+        db,
+        &filename::manifest(&db.dir, live.needed.manifest_number),
+    )?;
     let mut logs: Vec<u64> = db
         .env
         .children(&db.dir)?
         .iter()
         .filter_map(|n| match filename::parse(n) {
-            Some(Kind::Log(n)) if n >= live.log_number || n == live.prev_log => Some(n),
+            Some(Kind::Log(n)) if n >= live.needed.log_number || n == live.needed.prev_log => {
+                Some(n)
+            }
             _ => None,
         })
         .collect();
@@ -191,29 +202,6 @@ fn check_logs(db: &DbInner, live: &Live, report: &mut VerifyReport) -> Result<()
         report.log_records += read_log(db, &filename::log(&db.dir, n))?;
     }
     Ok(())
-}
-
-/// Files in the directory that nothing references, sorted.
-fn unreferenced_files(db: &DbInner, live: &Live) -> Result<Vec<String>> {
-    let mut out = Vec::new();
-    for name in db.env.children(&db.dir)? {
-        let referenced = match filename::parse(&name) {
-            Some(Kind::Table(n)) => live.tables.contains(&n) || live.pending.contains(&n),
-            Some(Kind::Log(n)) => n >= live.log_number || n == live.prev_log,
-            Some(Kind::Manifest(n)) => n >= live.manifest_number,
-            Some(Kind::Temp(n)) => live.pending.contains(&n),
-            Some(Kind::Blob(n)) => {
-                n >= live.log_number || live.needed_blobs.contains(&n) || live.pending.contains(&n)
-            }
-            Some(Kind::Current | Kind::Lock | Kind::InfoLog) => true,
-            None => false,
-        };
-        if !referenced {
-            out.push(name);
-        }
-    }
-    out.sort();
-    Ok(out)
 }
 
 /// Reads a log or manifest with checksums; any drop but a torn tail is corruption.
