@@ -23,8 +23,9 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${1:-$root/target/rocksdb-native}
 crate=0.17.3
 version=10.4.2
-# What the library may need, and nothing else (tests/peer_links.rs reads this line).
-LINKS=(libsnappy.so.1 libstdc++.so.6 libm.so.6 libgcc_s.so.1 libc.so.6)
+# What the library may need, and nothing else (tests/peer_links.rs reads this line): Snappy,
+# the C++ runtime, libc, and the x86-64 loader (its thread-local storage).
+LINKS=(libsnappy.so.1 libstdc++.so.6 libm.so.6 libgcc_s.so.1 libc.so.6 ld-linux-x86-64.so.2)
 stamp="RocksDB $version release built here (librocksdb-sys $crate source; make shared_lib DEBUG_LEVEL=0 PORTABLE=0; links ${LINKS[*]})"
 if [ -f "$out/librocksdb.so" ] && [ "$(head -n1 "$out/BUILD_INFO" 2>/dev/null)" = "$stamp" ]; then
   echo "$out"

@@ -91,7 +91,8 @@ fn the_rocksdb_build_turns_off_every_optional_library() {
             "libstdc++.so.6",
             "libm.so.6",
             "libgcc_s.so.1",
-            "libc.so.6"
+            "libc.so.6",
+            "ld-linux-x86-64.so.2"
         ]
     );
     assert!(script.contains("check_needed \"$out/$lib\" \"${LINKS[@]}\""));

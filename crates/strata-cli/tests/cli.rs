@@ -375,8 +375,12 @@ fn leveldb_loaded_and_closed(db: &Path, seed: u64) {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        ldb.put(format!("key{:08}", x % 200_000).as_bytes(), &[b'v'; 100], false)
-            .unwrap();
+        ldb.put(
+            format!("key{:08}", x % 200_000).as_bytes(),
+            &[b'v'; 100],
+            false,
+        )
+        .unwrap();
     }
 }
 

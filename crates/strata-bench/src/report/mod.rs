@@ -462,8 +462,9 @@ impl<'a> Page<'a> {
         let mut h = String::new();
         self.render_head(&mut h);
         h.push_str("<nav><a href=\"#verdict\">verdict</a> · <a href=\"#summary\">summary table</a> · <a href=\"#settings\">settings and machine</a></nav>");
-        self.render_verdict(&mut h);
+        // What did not run comes first: the verdict below is over what did.
         self.render_failures(&mut h);
+        self.render_verdict(&mut h);
         self.render_bars(&mut h, charts_dir)?;
         self.render_sweeps(&mut h, charts_dir)?;
         self.render_series(&mut h, charts_dir)?;
@@ -1115,7 +1116,7 @@ figcaption{font-size:12px;color:#777;padding:2px 8px 6px}figcaption a{float:righ
 table{border-collapse:collapse;font-size:13px;background:#fff}td,th{border:1px solid #e2e2e2;\
 padding:3px 6px;text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}\
 tr.group td{text-align:left;background:#f0f0f0;font-weight:600}.na{color:#999}.failed{color:#b03a2e;font-weight:600}\
-#failures td{white-space:normal;text-align:left}#failures pre{white-space:pre-wrap;font-weight:400;color:#333}\
+#failures td,#failures th{white-space:normal;text-align:left}#failures pre{white-space:pre-wrap;font-weight:400;color:#333}\
 .scroll{overflow-x:auto}footer{margin-top:32px;color:#888;font-size:12px}nav{font-size:14px}";
 
 #[cfg(test)]
