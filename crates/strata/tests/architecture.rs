@@ -1,5 +1,7 @@
 //! The house rules, checked on the workspace's sources: no module imports another in a
-//! cycle, in any crate.
+//! cycle, in any crate; the engine's module map in `docs/architecture.md` is the code's
+//! (every top-level module has a row, every import goes down the table to a module its
+//! row names); every invariant id is defined once and documented.
 //!
 //! How edges are read (no compiler involved, so the rules stay simple and the reasons
 //! printable): every `use` tree and every `crate::`, `super::` and `self::` path, and every
@@ -751,5 +753,151 @@ fn every_invariant_is_defined_once_and_documented() {
         "{} problems:\n{}",
         problems.len(),
         problems.join("\n")
+    );
+}
+
+/// One row of the module map in `docs/architecture.md`: a top-level module of the engine
+/// and what it may import (`None`: "all" or "all of the above", any module above it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct MapRow {
+    module: String,
+    may_import: Option<BTreeSet<String>>,
+}
+
+/// The rows of the "Module map" table of `text`, top to bottom: the layers, lowest first.
+fn module_map(text: &str) -> Vec<MapRow> {
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Module map"))
+        .expect("docs/architecture.md has a \"Module map\" section");
+    let backticked = |cell: &str| -> Vec<String> {
+        cell.split('`')
+            .skip(1)
+            .step_by(2)
+            .map(|s| s.trim_end_matches(".rs").trim_end_matches('/').to_string())
+            .collect()
+    };
+    let mut rows = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split(" | ").collect();
+        assert!(cells.len() >= 4, "a module map row has four cells: {line}");
+        let module = backticked(cells[0]).into_iter().next().unwrap_or_default();
+        if module == "lib" {
+            continue; // the crate root: its row says it re-exports every layer
+        }
+        let may_import = (!cells[2].trim_start().starts_with("all"))
+            .then(|| backticked(cells[2]).into_iter().collect());
+        rows.push(MapRow { module, may_import });
+    }
+    rows
+}
+
+/// What breaks the map: a top-level module missing from it or a row naming none, an
+/// import of a module listed below the importer (a higher layer), an import its row does
+/// not name. Edges are (from, to, what was written), as `Crate::edges` gives them.
+fn map_violations(
+    map: &[MapRow],
+    modules: &BTreeSet<String>,
+    edges: &[(ModPath, ModPath, String)],
+) -> Vec<String> {
+    let mut out = Vec::new();
+    let position = |m: &str| map.iter().position(|r| r.module == m);
+    for m in modules {
+        if position(m).is_none() {
+            out.push(format!("module `{m}` is missing from the module map"));
+        }
+    }
+    for r in map {
+        if !modules.contains(&r.module) {
+            out.push(format!(
+                "the module map names `{}`, which is no module",
+                r.module
+            ));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for (from, to, written) in edges {
+        let (Some(a), Some(b)) = (from.first(), to.first()) else {
+            continue; // the crate root (lib.rs) re-exports every layer
+        };
+        if a == b || !seen.insert((a.clone(), b.clone())) {
+            continue;
+        }
+        let (Some(pa), Some(pb)) = (position(a), position(b)) else {
+            continue; // reported above
+        };
+        if pb > pa {
+            out.push(format!(
+                "`{a}` imports `{b}` (`{written}`), a layer above it in the module map"
+            ));
+        } else if let Some(allowed) = &map[pa].may_import
+            && !allowed.contains(b)
+        {
+            out.push(format!(
+                "`{a}` imports `{b}` (`{written}`), which its row's \"depends on\" does not name"
+            ));
+        }
+    }
+    out
+}
+
+/// `docs/architecture.md`'s module map is the engine's: every top-level module has a row,
+/// every import goes down the table to a module its row names.
+#[test]
+fn the_module_map_is_the_code() {
+    let text = std::fs::read_to_string(workspace().join("docs/architecture.md")).unwrap();
+    let map = module_map(&text);
+    let krate = load_crate(&workspace().join("crates/strata"));
+    let modules: BTreeSet<String> = krate.modules[&Vec::new()].children.clone();
+    let found = map_violations(&map, &modules, &krate.edges());
+    assert!(
+        found.is_empty(),
+        "{} differences between docs/architecture.md and the code:\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+/// The map check itself: an import up the table, an import the row does not name, a
+/// module without a row and a row without a module are each found; the real shape
+/// passes.
+#[test]
+fn the_map_check_finds_an_upward_import_and_a_missing_module() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("toy").join("src");
+    std::fs::create_dir_all(&src).unwrap();
+    let write = |p: &str, s: &str| std::fs::write(src.join(p), s).unwrap();
+    write("lib.rs", "mod low;\nmod mid;\nmod high;\nmod stray;\n");
+    write("low.rs", "pub struct Low;\n");
+    write("mid.rs", "use crate::low::Low;\npub struct Mid(Low);\n");
+    write("high.rs", "use crate::mid::Mid;\npub struct High(Mid);\n");
+    write("stray.rs", "pub struct Stray;\n");
+    let krate = load_crate(&dir.path().join("toy"));
+    let modules = krate.modules[&Vec::new()].children.clone();
+    let doc = |rows: &str| {
+        format!(
+            "# A\n\n## Module map\n\n| module | owns | depends on | t |\n|---|---|---|---|\n{rows}\n## Next\n"
+        )
+    };
+    let good = doc(
+        "| `low.rs` | l | — | - |\n| `mid.rs` | m | `low` | - |\n| `high.rs` | h | all of the above | - |\n| `stray.rs` | s | — | - |\n| `lib.rs` | r | all | - |\n",
+    );
+    assert_eq!(
+        map_violations(&module_map(&good), &modules, &krate.edges()),
+        Vec::<String>::new()
+    );
+    // `mid` listed above `low`, which it imports; `stray` left out; a row for a ghost.
+    let bad = doc(
+        "| `mid.rs` | m | `low` | - |\n| `low.rs` | l | — | - |\n| `high.rs` | h | `low` | - |\n| `ghost.rs` | g | — | - |\n",
+    );
+    let found = map_violations(&module_map(&bad), &modules, &krate.edges());
+    assert_eq!(
+        found,
+        [
+            "module `stray` is missing from the module map",
+            "the module map names `ghost`, which is no module",
+            "`high` imports `mid` (`crate::mid::Mid`), which its row's \"depends on\" does not name",
+            "`mid` imports `low` (`crate::low::Low`), a layer above it in the module map",
+        ]
     );
 }
