@@ -145,7 +145,7 @@ fn a_hung_group_is_ended_at_its_time_limit() {
     let started = std::time::Instant::now();
     let out = bench(
         &json,
-        &["--fault=strata-blob:readseq:hang", "--group_timeout=5"],
+        &["--fault=strata-blob:readseq:hang", "--group_timeout=10"],
     );
     let said = text(&out);
     assert!(!out.status.success(), "{said}");
@@ -156,7 +156,7 @@ fn a_hung_group_is_ended_at_its_time_limit() {
     assert_eq!(blob["failure"]["benchmark"], "readseq");
     assert_eq!(
         blob["failure"]["what"],
-        "timed out after 5 s (--group_timeout)"
+        "timed out after 10 s (--group_timeout)"
     );
 }
 
