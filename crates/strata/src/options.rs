@@ -65,8 +65,9 @@ pub struct Options {
     /// separation on, blob files too (a quarter of them for blob files). Ten are kept
     /// aside, as LevelDB does.
     pub max_open_files: usize,
-    /// The block cache; `None` gives the database its own 8 MiB cache. Share one cache
-    /// between databases by passing clones of the same `Arc`.
+    /// The block cache; `None` gives the database its own 8 MiB cache
+    /// (`DEFAULT_BLOCK_CACHE`, below). Share one cache between databases by passing clones
+    /// of the same `Arc`.
     pub block_cache: Option<Arc<BlockCache>>,
     /// Target size of a data block before compression (default 4 KiB).
     pub block_size: usize,
@@ -128,6 +129,11 @@ pub struct Options {
     /// (and flushed) after about a write buffer of values, as without separation, so
     /// compactions find overwritten values' refs, and their garbage, as soon.
     pub blob_threshold: usize,
+    /// Target size of a blob file that garbage collection writes (default 4 MiB): a
+    /// compaction moving live values out of mostly-dead blob files cuts its new blob file
+    /// at this size. (The blob file a WAL's values go to is cut with its memtable instead:
+    /// see `blob_threshold`.)
+    pub blob_file_size: usize,
     /// Garbage collection of blob files: a compaction moves the values a kept ref points
     /// to when at least this fraction of their blob file's bytes is garbage (refs dropped
     /// by compactions), so the file can die (default 0.25; 1.0: never).
@@ -146,7 +152,16 @@ pub struct Options {
     pub env: Arc<dyn Env>,
 }
 
+/// Bytes of the block cache a database makes for itself when [`Options::block_cache`] is
+/// `None`.
+pub(crate) const DEFAULT_BLOCK_CACHE: usize = 8 << 20;
+
 impl Options {
+    /// Whether values are separated (`blob_threshold` above 0): the one test of it.
+    pub fn separates_values(&self) -> bool {
+        self.blob_threshold > 0
+    }
+
     /// The recovery mode in force (`paranoid_checks` forces absolute consistency).
     pub fn effective_recovery_mode(&self) -> RecoveryMode {
         if self.paranoid_checks {
@@ -183,6 +198,7 @@ impl Default for Options {
             max_subcompactions: 2,
             memtable_run_size: crate::memtable::MIN_RUN_BYTES,
             blob_threshold: 0,
+            blob_file_size: 4 << 20,
             blob_gc_ratio: 0.25,
             blob_compression: false,
             env: Arc::new(DiskEnv::new()),
@@ -247,6 +263,10 @@ impl Options {
         check(
             self.bloom_bits_per_key.is_none() || self.filter_policy.is_none(),
             "set bloom_bits_per_key or filter_policy, not both",
+        )?;
+        check(
+            self.blob_file_size >= 4096,
+            "blob_file_size must be at least 4 KiB",
         )?;
         check(
             (0.0..=1.0).contains(&self.blob_gc_ratio),

@@ -509,3 +509,38 @@ fn more_blob_files_than_open_file_slots_all_read() {
         check(&db, &model);
     }
 }
+
+/// Garbage collection cuts the blob files it writes at `blob_file_size`, a setting of its
+/// own (the write buffer sizes memtables only).
+#[test]
+fn garbage_collection_cuts_its_blob_files_at_blob_file_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("db");
+    let options = Options {
+        blob_file_size: 8 << 10,
+        blob_gc_ratio: 0.0, // every blob file's live values move at a compaction
+        ..options()
+    };
+    let db = Db::open(&dir, options).unwrap();
+    let (keys, size) = (100u64, 2000usize);
+    for round in 0..2u8 {
+        for i in 0..keys {
+            db.put(key(i), vec![round; size]).unwrap();
+        }
+    }
+    db.compact_range(None, None).unwrap();
+    let sizes: Vec<u64> = blob_files(&dir)
+        .iter()
+        .map(|n| std::fs::metadata(dir.join(n)).unwrap().len())
+        .collect();
+    // About 200 KB of live values in files of at most 8 KiB and one record more.
+    let over: Vec<&u64> = sizes
+        .iter()
+        .filter(|s| **s > (8 << 10) + 2 * size as u64)
+        .collect();
+    assert!(over.is_empty(), "blob files over the size: {sizes:?}");
+    assert!(sizes.len() >= 20, "{sizes:?}");
+    for i in 0..keys {
+        assert_eq!(db.get(key(i)).unwrap(), Some(vec![1u8; size]));
+    }
+}

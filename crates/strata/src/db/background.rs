@@ -14,7 +14,7 @@ use super::compaction_job::run_compaction;
 use super::failure::{Step, record_error};
 use super::flush::flush_memtable;
 use super::obsolete::delete_obsolete_files;
-use super::{DbInner, State};
+use super::state::{DbInner, State};
 use crate::compaction::{in_place_compaction, pick_compaction, range_compaction};
 use crate::key;
 

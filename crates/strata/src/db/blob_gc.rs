@@ -21,7 +21,7 @@
 
 use std::collections::BTreeMap;
 
-use super::DbInner;
+use super::state::DbInner;
 use crate::blob::{BlobRef, BlobWriter};
 use crate::error::Result;
 use crate::filename;
@@ -145,7 +145,7 @@ impl<'a> BlobRewriter<'a> {
         if self
             .writer
             .as_ref()
-            .is_some_and(|w| w.size() >= self.db.options.write_buffer_size as u64)
+            .is_some_and(|w| w.size() >= self.db.options.blob_file_size as u64)
         {
             self.finish()?;
         }
@@ -198,7 +198,7 @@ pub(super) fn separation_change(
     current: &crate::version::Version,
     unnamed: bool,
 ) -> Option<Separation> {
-    let want = match (db.options.blob_threshold > 0, db.options.blob_compression) {
+    let want = match (db.options.separates_values(), db.options.blob_compression) {
         (false, _) if current.blob_files.is_empty() && !unnamed => Separation::Off,
         (false, _) => return None, // refs remain: the flag stays until they are gone
         (true, true) => Separation::Compressed,

@@ -2,7 +2,7 @@
 //! entry are synced when a synced write needs them, when an older log's records must be
 //! (W4), or when a flush names the file; the write path and flushes share these.
 
-use super::{DbInner, SharedBlobWriter};
+use super::state::{DbInner, SharedBlobWriter};
 use crate::blob::BlobWriter;
 use crate::error::Result;
 

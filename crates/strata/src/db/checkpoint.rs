@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::DbInner;
+use super::state::DbInner;
 use super::table_file::build_table;
 use crate::error::{Error, Result};
 use crate::filename;
@@ -35,7 +35,7 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
             dest.display()
         )));
     }
-    if db.options.blob_threshold > 0 {
+    if db.options.separates_values() {
         return Err(Error::NotSupported(
             "checkpoints of databases with value separation (blob_threshold > 0)".into(),
         ));

@@ -20,12 +20,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, mpsc};
 use std::time::Instant;
 
-use super::LevelIter;
 use super::blob_gc::{BlobRewriter, discard_blob_files, separation_change};
 use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::flush_memtable;
+use super::level_iter::LevelIter;
+use super::state::{DbInner, State};
 use super::table_file::{discard_table, referenced_blob_bytes};
-use super::{DbInner, State};
 use crate::compaction::{Anchor, Compaction, Shard, shards, table_end_anchors};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};

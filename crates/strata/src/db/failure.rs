@@ -10,8 +10,8 @@
 use std::time::{Duration, Instant};
 
 use super::info_log::info_log;
+use super::state::{DbInner, State};
 pub(super) use super::state::{Paused, Step};
-use super::{DbInner, State};
 use crate::error::Error;
 
 pub(super) fn record_error(st: &mut State, e: Error) {

@@ -10,8 +10,8 @@ use std::time::Instant;
 use super::blob_sync::{lock_blob, sync_blob, sync_blob_file};
 use super::failure::{Failure, Step, record_error, record_failure};
 use super::obsolete::delete_obsolete_files;
+use super::state::{DbInner, State};
 use super::table_file::{sync_new_table, write_table_from};
-use super::{DbInner, State};
 use crate::key;
 use crate::version::VersionEdit;
 
@@ -86,7 +86,7 @@ pub(super) fn flush_memtable<'a>(
             }
             let flushed = (!st.imm.is_empty()).then(|| Arc::make_mut(&mut st.imm).remove(0));
             if let Some((log, m)) = flushed
-                && db.options.blob_threshold > 0
+                && db.options.separates_values()
             {
                 st.retired_mems.push((log, Arc::downgrade(&m)));
             }
@@ -110,7 +110,7 @@ fn build_flushed_table(
     imm: &Arc<crate::memtable::MemTable>,
     number: u64,
     blob_files: &[(u64, u64, u64)],
-    writers: &[(u64, super::SharedBlobWriter)],
+    writers: &[(u64, super::state::SharedBlobWriter)],
 ) -> Result<Option<crate::version::FileMetaData>, Failure> {
     let meta = write_table_from(db, imm, number).map_err(Failure::of_table_write)?;
     if meta.is_some() {

@@ -5,7 +5,8 @@ use std::sync::atomic::Ordering;
 
 use super::background::{maybe_schedule, retry_paused};
 use super::failure::{background_failure, pause_blocking_writes};
-use super::{DbInner, ManualCompaction, write};
+use super::state::{DbInner, ManualCompaction};
+use super::write;
 use crate::error::{Error, Result};
 use crate::version::NUM_LEVELS;
 

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use super::{DbInner, State};
+use super::state::{DbInner, State};
 use crate::filename::{self, Kind};
 
 /// Blob files someone needs besides those of live WALs and pending outputs (X3): named by

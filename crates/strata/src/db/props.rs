@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::{DbInner, State};
+use super::state::{DbInner, State};
 use crate::key::{MAX_SEQNUM, ParsedInternalKey, ValueType, make_internal_key};
 use crate::version::{NUM_LEVELS, Separation, Version};
 
@@ -204,8 +204,8 @@ pub struct Counters {
     pub stall_seconds: f64,
 }
 
-pub(super) fn counters(st: &super::State) -> Counters {
-    let total = |f: fn(&super::LevelStats) -> u64| st.level_stats.iter().map(f).sum::<u64>();
+pub(super) fn counters(st: &super::state::State) -> Counters {
+    let total = |f: fn(&super::state::LevelStats) -> u64| st.level_stats.iter().map(f).sum::<u64>();
     Counters {
         flushes: st.flushes,
         compactions: total(|l| l.count),

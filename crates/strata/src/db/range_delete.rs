@@ -13,7 +13,8 @@
 
 use std::collections::BTreeMap;
 
-use super::{DbInner, merged_view};
+use super::read::merged_view;
+use super::state::DbInner;
 use crate::batch::{BatchOp, WriteBatch};
 use crate::comparator::InternalOrder;
 use crate::error::Result;

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::recover::take_lock;
+use super::lock::take_lock;
 use super::table_file::build_table;
 use crate::batch::WriteBatch;
 use crate::env::Env;

@@ -26,13 +26,11 @@ use crate::error::{Error, Result};
 use crate::filename;
 use crate::log::LogWriter;
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::{DEFAULT_BLOCK_CACHE, Options};
 use crate::snapshot::SnapshotList;
+use crate::sstable::BlockCache;
 use crate::table_cache::TableCache;
 use crate::version::{NUM_LEVELS, VersionEdit, VersionSet};
-
-/// Size of the block cache a database makes for itself when none is given.
-pub(super) const DEFAULT_BLOCK_CACHE: usize = 8 << 20;
 
 /// A waiting write: one batch (or a request to switch memtables) and its outcome.
 #[derive(Debug)]
@@ -168,6 +166,86 @@ pub(super) fn memtable_for(options: &Options) -> MemTable {
 }
 
 impl DbInner {
+    /// The state every thread of the database shares: the table and blob caches (open
+    /// files shared out between them), an empty memtable, no log yet.
+    pub(super) fn new(
+        dir: &Path,
+        options: Options,
+        versions: VersionSet,
+        lock: Box<dyn FileLock>,
+        read_only: bool,
+    ) -> DbInner {
+        let env = Arc::clone(&options.env);
+        let block_cache = options
+            .block_cache
+            .clone()
+            .unwrap_or_else(|| BlockCache::new(DEFAULT_BLOCK_CACHE));
+        // Open files: 10 kept aside (as LevelDB), a quarter of the rest for blob files when
+        // values may be in them, the remainder for tables.
+        let spare = options.max_open_files.saturating_sub(10).max(10);
+        let (table_files, blob_files) = if options.separates_values() {
+            let blobs = (spare / 4).max(4);
+            (spare.saturating_sub(blobs).max(10), blobs)
+        } else {
+            (spare, 4)
+        };
+        let table_cache = Arc::new(TableCache::new(
+            dir,
+            Arc::clone(&env),
+            block_cache,
+            table_files,
+            options.mmap_reads,
+            options.table_format(),
+        ));
+        DbInner {
+            dir: dir.to_path_buf(),
+            env: Arc::clone(&env),
+            table_cache,
+            blobs: Arc::new(crate::blob::BlobStore::new(
+                Arc::clone(&env),
+                dir.to_path_buf(),
+                options.mmap_reads,
+                blob_files,
+            )),
+            snapshots: Arc::new(SnapshotList::default()),
+            state: Mutex::new(State {
+                mem: Arc::new(memtable_for(&options)),
+                imm: Arc::new(Vec::new()),
+                log: None,
+                log_file_number: 0,
+                log_dir_synced: true,
+                unsynced_logs: Vec::new(),
+                blob: None,
+                older_blobs: Vec::new(),
+                blob_counts: Default::default(),
+                retired_mems: Vec::new(),
+                versions,
+                writers: VecDeque::new(),
+                bg_error: None,
+                bg_paused: None,
+                bg_retries: 0,
+                bg_pause_streak: 0,
+                bg_scheduled: false,
+                manual: None,
+                pending_outputs: HashSet::new(),
+                level_stats: [LevelStats::default(); NUM_LEVELS],
+                stall_micros: 0,
+                helper_shards: 0,
+                slowdowns: 0,
+                stops: 0,
+                flushes: 0,
+                table_moves: 0,
+                recovery_notes: Vec::new(),
+            }),
+            bg_cv: Condvar::new(),
+            shutting_down: AtomicBool::new(false),
+            has_imm: AtomicBool::new(false),
+            read_only,
+            _lock: lock,
+            options,
+        }
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         // Code under this lock does not panic on data (errors are values); if a bug ever
         // panics while holding it, later callers still see a consistent-enough state to
@@ -214,7 +292,7 @@ impl DbInner {
         let file = self.new_appended_file(&filename::blob(&self.dir, number))?;
         // Compressed values only with a threshold: the manifest's flag says compressed
         // refs may exist exactly when both are on (`blob_gc::separation_change`).
-        let compress = self.options.blob_compression && self.options.blob_threshold > 0;
+        let compress = self.options.blob_compression && self.options.separates_values();
         Ok(BlobWriter::new(file, number)?.with_compression(compress))
     }
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use super::DbInner;
+use super::state::DbInner;
 use crate::env::Env;
 use crate::error::Result;
 use crate::iter::Cursor;

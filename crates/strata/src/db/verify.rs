@@ -18,7 +18,7 @@
 
 use std::cmp::Ordering;
 
-use super::DbInner;
+use super::state::DbInner;
 use crate::error::{Error, Result};
 use crate::filename::{self, Kind};
 use crate::iter::Cursor;

@@ -20,7 +20,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::blob_sync::{lock_blob, sync_blob};
-use super::{DbInner, State, Writer};
+use super::state::{DbInner, State, Writer};
 use super::{background, failure, range_delete};
 use crate::batch::{BatchOp, WriteBatch};
 use crate::blob::BlobWriter;
@@ -372,7 +372,7 @@ fn switch_memtable<'a>(
         lock_blob(&b).seal();
     }
     drop::<Vec<(u64, Log)>>(obsolete);
-    drop::<Vec<(u64, super::SharedBlobWriter)>>(obsolete_blobs);
+    drop::<Vec<(u64, super::state::SharedBlobWriter)>>(obsolete_blobs);
     let switched = switch_log(db, old, number);
     let mut st = db.lock();
     match switched {
@@ -472,7 +472,7 @@ fn separate_values(
 
 /// Syncs the blob files of older logs (W4); their writers stay until a flush has named
 /// the files and their logs are obsolete.
-fn sync_older_blobs(db: &DbInner, older: Vec<(u64, super::SharedBlobWriter)>) -> Result<()> {
+fn sync_older_blobs(db: &DbInner, older: Vec<(u64, super::state::SharedBlobWriter)>) -> Result<()> {
     for (_, b) in older {
         sync_blob(db, &mut lock_blob(&b))?;
     }
