@@ -308,6 +308,111 @@ pub(crate) mod tests {
         ))
     }
 
+    /// A compaction as the picker's cases print it.
+    fn show(c: Option<Compaction>) -> String {
+        use crate::version::cases::{numbers, show_key};
+        let Some(c) = c else {
+            return "none\n".into();
+        };
+        let mut out = format!(
+            "L{} -> L{}\n  inputs: L{} [{}] L{} [{}]\n  grandparents: [{}]\n  trivial move: {}, plain move: {}\n",
+            c.level,
+            c.level + 1,
+            c.level,
+            numbers(&c.inputs[0]),
+            c.level + 1,
+            numbers(&c.inputs[1]),
+            numbers(&c.grandparents),
+            if c.is_trivial_move() { "yes" } else { "no" },
+            if c.is_plain_move() { "yes" } else { "no" },
+        );
+        for (l, k) in &c.edit.compact_pointers {
+            out.push_str(&format!("  compact pointer: L{l} {}\n", show_key(k)));
+        }
+        out
+    }
+
+    /// The cases in `src/compaction/testdata/`: a version defined as text, then what the
+    /// picker chooses (`pick`, with compact pointers as input lines; `seek` charges a
+    /// table; `range` and `in-place` with `level=`, `begin=`, `end=`). `REWRITE=1`
+    /// rewrites the expected outputs.
+    #[test]
+    fn picks_from_testdata() {
+        use crate::version::cases;
+        const MAX_FILE: u64 = 2 << 20;
+        datadriven::walk("src/compaction/testdata", |f| {
+            let mut v: Option<Arc<Version>> = None;
+            f.run(|tc| -> String {
+                let arg = |name: &str| tc.args.get(name).and_then(|a| a.first()).cloned();
+                let level: Option<usize> = arg("level").and_then(|l| l.parse().ok());
+                let (begin, end) = (arg("begin"), arg("end"));
+                let (b, e) = (
+                    begin.as_deref().map(str::as_bytes),
+                    end.as_deref().map(str::as_bytes),
+                );
+                if tc.directive == "define" {
+                    return match cases::version(&tc.input) {
+                        Ok(new) => {
+                            let shown = cases::show_version(&new);
+                            v = Some(new);
+                            shown
+                        }
+                        Err(e) => format!("error: {e}\n"),
+                    };
+                }
+                let Some(version) = &v else {
+                    return "error: no version defined\n".into();
+                };
+                match tc.directive.as_str() {
+                    "seek" => {
+                        let words: Vec<&str> = tc.input.split_whitespace().collect();
+                        let found = match words.as_slice() {
+                            [l, n] => l
+                                .strip_prefix('L')
+                                .and_then(|l| l.parse::<usize>().ok())
+                                .zip(n.parse::<u64>().ok())
+                                .and_then(|(l, n)| {
+                                    let f =
+                                        version.levels.get(l)?.iter().find(|f| f.number == n)?;
+                                    Some((l, Arc::clone(f)))
+                                }),
+                            _ => None,
+                        };
+                        match found {
+                            Some((l, f)) => {
+                                let shown = format!("table {} of L{l} charged\n", f.number);
+                                *version.file_to_compact.lock().unwrap() = Some((l, f));
+                                shown
+                            }
+                            None => "error: seek takes L<level> <number> of a table\n".into(),
+                        }
+                    }
+                    "pick" => {
+                        let mut pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
+                        match cases::edit(&tc.input) {
+                            Ok(e) => {
+                                for (l, k) in e.compact_pointers {
+                                    pointers[l] = k;
+                                }
+                            }
+                            Err(e) => return format!("error: {e}\n"),
+                        }
+                        show(pick_compaction(version, &pointers, MAX_FILE))
+                    }
+                    "range" => match level {
+                        Some(l) => show(range_compaction(version, l, b, e, MAX_FILE)),
+                        None => "error: range takes level=\n".into(),
+                    },
+                    "in-place" => match level {
+                        Some(l) => show(in_place_compaction(version, l, b, e, MAX_FILE)),
+                        None => "error: in-place takes level=\n".into(),
+                    },
+                    other => format!("unknown directive {other:?}\n"),
+                }
+            })
+        });
+    }
+
     pub(crate) fn version(levels: Vec<(usize, Arc<FileMeta>)>) -> Arc<Version> {
         let mut v = Version::default();
         for (l, file) in levels {

@@ -113,6 +113,60 @@ mod tests {
     use crate::key::{ValueType, make_internal_key};
     use crate::version::FileMetaData;
 
+    /// The cases in `src/version/testdata/`: a version defined as text, edits applied to
+    /// it one after another (each `apply` builds on the last result), the resulting
+    /// version or the error printed. `REWRITE=1` rewrites the expected outputs.
+    #[test]
+    fn edits_from_testdata() {
+        use crate::version::cases;
+        datadriven::walk("src/version/testdata", |f| {
+            let mut base: Option<Arc<Version>> = None;
+            let mut pointers: [Vec<u8>; NUM_LEVELS] = Default::default();
+            f.run(|tc| -> String {
+                match tc.directive.as_str() {
+                    "define" => match cases::version(&tc.input) {
+                        Ok(v) => {
+                            let shown = cases::show_version(&v);
+                            base = Some(v);
+                            pointers = Default::default();
+                            shown
+                        }
+                        Err(e) => format!("error: {e}\n"),
+                    },
+                    "apply" => {
+                        let Some(b) = base.clone() else {
+                            return "error: no version defined\n".into();
+                        };
+                        let edit = match cases::edit(&tc.input) {
+                            Ok(e) => e,
+                            Err(e) => return format!("error: {e}\n"),
+                        };
+                        let mut builder = Builder::new(b);
+                        builder.apply(&edit, &mut pointers);
+                        match builder.build() {
+                            Ok(mut v) => {
+                                v.finalize();
+                                let mut shown = cases::show_version(&v);
+                                for (l, p) in pointers.iter().enumerate() {
+                                    if !p.is_empty() {
+                                        shown.push_str(&format!(
+                                            "pointer L{l} {}\n",
+                                            cases::show_key(p)
+                                        ));
+                                    }
+                                }
+                                base = Some(Arc::new(v));
+                                shown
+                            }
+                            Err(e) => format!("error: {e}\n"),
+                        }
+                    }
+                    other => format!("unknown directive {other:?}\n"),
+                }
+            })
+        });
+    }
+
     fn meta(number: u64, lo: &str, hi: &str) -> FileMetaData {
         FileMetaData {
             number,

@@ -18,6 +18,8 @@
 //!   version. While the database is open only its background thread edits.
 
 mod builder;
+#[cfg(test)]
+pub(crate) mod cases;
 mod edit;
 mod set;
 #[allow(clippy::module_inception)]
