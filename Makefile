@@ -9,9 +9,12 @@ SHELL := /bin/bash
 
 .PHONY: libleveldb test bench bench-full bench-yardstick bench-group-commit bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
+# `clippy -p strata --lib` lints the engine as users build it (no features; the
+# workspace's tools turn `internals` and `testing` on for everything else).
 test: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p strata --lib -- -D warnings
 	$(CARGO) test --workspace
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c -p strata-openraft
 

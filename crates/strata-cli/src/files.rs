@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::json;
+use strata::BytewiseComparator;
 use strata::WriteBatch;
 use strata::batch::BatchOp;
-use strata::comparator::BytewiseComparator;
 use strata::env::{DiskEnv, Env, RandomAccessFile};
 use strata::iter::Cursor;
 use strata::key::{ParsedInternalKey, ValueType};

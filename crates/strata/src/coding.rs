@@ -212,6 +212,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a fixed32.
+    #[cfg(any(test, feature = "internals"))]
     pub fn fixed32(&mut self, what: &str) -> Result<u32> {
         let v = decode_fixed32(self.remaining())
             .ok_or_else(|| self.error(&format!("truncated {what} (fixed32)")))?;
@@ -220,6 +221,7 @@ impl<'a> Decoder<'a> {
     }
 
     /// Reads a fixed64.
+    #[cfg(any(test, feature = "internals"))]
     pub fn fixed64(&mut self, what: &str) -> Result<u64> {
         let v = decode_fixed64(self.remaining())
             .ok_or_else(|| self.error(&format!("truncated {what} (fixed64)")))?;

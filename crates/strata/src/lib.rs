@@ -45,10 +45,10 @@
 //! command's dump commands, the fuzz checks, the benchmark tool.
 
 #![deny(unsafe_code)]
-// Without the `internals` feature the parts only the project's tools and tests use (a
-// log reader that skips checksums, builders' counters, re-exports of format types) are
-// compiled and unused; with it (every build of the workspace) they are public, as before.
-#![cfg_attr(not(feature = "internals"), allow(dead_code, unused_imports))]
+// The parts only the project's tools and tests use (a log reader that skips checksums,
+// builders' counters, re-exports of format types) are compiled only with the `internals`
+// feature (or for tests): the build users get has no dead code, and clippy checks it
+// as they build it (`make test`).
 #![warn(missing_docs)]
 
 #[cfg(feature = "internals")]
@@ -69,7 +69,11 @@ pub mod coding;
 #[cfg(not(feature = "internals"))]
 mod coding;
 mod compaction;
+#[cfg(feature = "internals")]
+#[doc(hidden)]
 pub mod comparator;
+#[cfg(not(feature = "internals"))]
+mod comparator;
 mod db;
 pub mod env;
 mod error;
@@ -109,6 +113,7 @@ pub mod sstable;
 #[cfg(not(feature = "internals"))]
 mod sstable;
 mod table_cache;
+#[cfg(feature = "testing")]
 pub mod testing;
 #[cfg(feature = "internals")]
 #[doc(hidden)]
@@ -118,8 +123,6 @@ mod version;
 
 pub use batch::{BatchOp, WriteBatch};
 pub use comparator::{BytewiseComparator, Comparator};
-#[doc(hidden)]
-pub use db::LevelIter;
 pub use db::{
     Counters, Db, DbIterator, KeyValue, LiveFile, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice, Range,
     VerifyReport,

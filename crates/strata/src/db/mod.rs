@@ -41,7 +41,7 @@ mod failure;
 mod flush;
 mod info_log;
 mod iter;
-mod level_iter;
+pub(crate) mod level_iter;
 mod lock;
 mod manual;
 mod obsolete;
@@ -68,7 +68,6 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 pub use iter::{DbIterator, KeyValue, Range};
-pub use level_iter::LevelIter;
 use state::DbInner;
 
 use crate::batch::WriteBatch;

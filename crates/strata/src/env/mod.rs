@@ -14,8 +14,10 @@
 //! - E4 a file lock excludes every other holder, in this process or another, until the
 //!   [`FileLock`] is dropped.
 
+#[cfg(any(test, feature = "testing"))]
 pub(crate) mod crash;
 mod disk;
+#[cfg(any(test, feature = "testing"))]
 pub(crate) mod fault;
 mod mapped;
 mod mapped_read;

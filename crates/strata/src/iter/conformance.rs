@@ -301,7 +301,7 @@ mod tests {
                 false,
                 crate::sstable::TableFormat::leveldb(),
             ));
-            let mut it = crate::db::LevelIter::over_level(
+            let mut it = crate::db::level_iter::LevelIter::over_level(
                 files,
                 cache,
                 crate::sstable::BlockReads::SCAN_ONCE,

@@ -27,7 +27,9 @@
 mod reader;
 mod writer;
 
-pub use reader::{Checksums, DropReason, Dropped, LogReader};
+pub use reader::{Checksums, LogReader};
+#[cfg(feature = "internals")]
+pub use reader::{DropReason, Dropped};
 pub use writer::LogWriter;
 
 /// Size of a log block.

@@ -64,7 +64,9 @@ enum Physical {
 pub enum Checksums {
     /// Check every fragment; a mismatch is damage (the default everywhere in the engine).
     Verify,
-    /// Do not compute checksums (faster, and damage shows up later, if at all).
+    /// Do not compute checksums (faster, and damage shows up later, if at all): for the
+    /// project's tools (`strata dump-wal`), never the engine.
+    #[cfg(any(test, feature = "internals"))]
     Skip,
 }
 

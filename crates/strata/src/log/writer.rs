@@ -96,6 +96,7 @@ impl<W: WritableFile + ?Sized> LogWriter<W> {
     }
 
     /// Gives the file back.
+    #[cfg(any(test, feature = "internals"))]
     pub fn into_inner(self) -> Box<W> {
         self.file
     }

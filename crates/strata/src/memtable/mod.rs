@@ -156,6 +156,7 @@ impl MemTable {
     }
 
     /// Adds an entry. Requires: M1, M2.
+    #[cfg(any(test, feature = "internals"))]
     pub fn add(&self, seqnum: SeqNum, ty: ValueType, user_key: &[u8], value: &[u8]) {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         self.add_to(&mut runs, seqnum, ty, user_key, value);
@@ -254,6 +255,7 @@ impl MemTable {
     }
 
     /// Number of runs (one unless the write buffer is larger than [`MIN_RUN_BYTES`]).
+    #[cfg(any(test, feature = "internals"))]
     pub fn runs_count(&self) -> usize {
         self.runs().len()
     }

@@ -82,6 +82,7 @@ impl BlockBuilder {
     }
 
     /// The last key added.
+    #[cfg(any(test, feature = "internals"))]
     pub fn last_key(&self) -> &[u8] {
         &self.last_key
     }

@@ -27,13 +27,20 @@ mod table;
 mod table_builder;
 mod verified;
 
-pub use block::{Block, BlockIter, BlockSlice};
+#[cfg(feature = "internals")]
+pub use block::BlockIter;
+pub use block::{Block, BlockSlice};
+#[cfg(feature = "internals")]
 pub use fences::Found;
 
 /// The block cache: decoded data blocks of open tables, shared by tables and databases.
 pub type BlockCache = crate::cache::Cache<Block>;
+#[cfg(feature = "internals")]
 pub use block_builder::BlockBuilder;
+#[cfg(feature = "internals")]
 pub use filter_block::{FilterBlockBuilder, FilterBlockReader};
-pub use format::{BlockHandle, Compression, Footer};
+pub use format::Compression;
+#[cfg(feature = "internals")]
+pub use format::{BlockHandle, Footer};
 pub use table::{BlockReads, Table, TableFormat, TableIter};
 pub use table_builder::{TableBuilder, TableOptions};

@@ -77,6 +77,7 @@ pub struct TableFormat {
 impl TableFormat {
     /// Bytewise keys, LevelDB's Bloom filters read when present: every table LevelDB or
     /// Strata writes with default options.
+    #[cfg(any(test, feature = "internals"))]
     pub fn leveldb() -> Self {
         TableFormat {
             order: InternalOrder::default(),
@@ -199,16 +200,19 @@ impl Table {
     }
 
     /// The file name given at open.
+    #[cfg(any(test, feature = "internals"))]
     pub fn name(&self) -> &str {
         &self.name
     }
 
     /// Size of the file in bytes.
+    #[cfg(any(test, feature = "internals"))]
     pub fn size(&self) -> u64 {
         self.size
     }
 
     /// True if a filter block was loaded.
+    #[cfg(any(test, feature = "internals"))]
     pub fn has_filter(&self) -> bool {
         self.filter.is_some()
     }
@@ -349,6 +353,7 @@ impl Table {
     /// The first entry at or after `ikey` in the data block that would hold it; `None`
     /// when there is none or the filter rules out `ikey`'s user key. Callers compare the
     /// user key of the result with their own.
+    #[cfg(any(test, feature = "internals"))]
     pub fn get(&self, ikey: &[u8], reads: BlockReads) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
         self.find_entry::<CopyEntry>(ikey, reads)
     }
@@ -487,8 +492,10 @@ trait TakeEntry {
 }
 
 /// The entry's key and value, copied ([`Table::get`]).
+#[cfg(any(test, feature = "internals"))]
 struct CopyEntry;
 
+#[cfg(any(test, feature = "internals"))]
 impl TakeEntry for CopyEntry {
     type Out = (Vec<u8>, Vec<u8>);
     fn take<O: Comparator + Clone, B: BlockRef>(

@@ -27,6 +27,7 @@ pub struct TableOptions {
 
 impl TableOptions {
     /// What a reader of these tables needs to know (`crate::sstable::TableFormat`).
+    #[cfg(any(test, feature = "internals"))]
     pub fn format(&self) -> super::TableFormat {
         super::TableFormat {
             order: self.order.clone(),
@@ -215,6 +216,7 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
     }
 
     /// Entries added so far.
+    #[cfg(any(test, feature = "internals"))]
     pub fn num_entries(&self) -> u64 {
         self.num_entries
     }

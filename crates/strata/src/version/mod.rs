@@ -27,7 +27,9 @@ mod version;
 
 pub use builder::Builder;
 pub use edit::{BlobFileMeta, FileMetaData, NUM_LEVELS, Separation, VersionEdit};
-pub use set::{PendingEdit, VersionSet, current_manifest, set_current_file};
+#[cfg(feature = "internals")]
+pub use set::{PendingEdit, current_manifest};
+pub use set::{VersionSet, set_current_file};
 pub use version::{FileMeta, GetResult, Version};
 
 /// Level-0 table count that triggers a compaction.
