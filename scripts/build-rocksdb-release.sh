@@ -93,7 +93,6 @@ esac
 {
   echo "$stamp"
   echo "g++ -O2 -DNDEBUG $found; C API"
-  echo "links $(needed_of "$out/$lib" | tr '\n' ' ' | sed 's/ $//')"
 } > "$out/BUILD_INFO"
 rm -rf "$build" "$locator"
 echo "$out"

@@ -12,18 +12,21 @@ needed_of() {
 # check_needed FILE NAME...: fails, naming the difference, unless FILE needs exactly the
 # shared libraries NAME... (in any order).
 check_needed() {
-  local file=$1 extra missing
+  local file=$1 stated extra missing
   shift
   if ! readelf -h "$file" >/dev/null 2>&1; then
     echo "$file is not an ELF file" >&2
     return 1
   fi
-  extra=$(comm -23 <(needed_of "$file") <(printf '%s\n' "$@" | sort -u) | tr '\n' ' ')
-  missing=$(comm -13 <(needed_of "$file") <(printf '%s\n' "$@" | sort -u) | tr '\n' ' ')
-  if [ -n "$extra" ] || [ -n "$missing" ]; then
-    echo "$file links other libraries than its build states:${extra:+ also needs ${extra% }}${extra:+${missing:+;}}${missing:+ lacks ${missing% }}" >&2
-    echo "  stated: $*" >&2
-    echo "  found:  $(needed_of "$file" | tr '\n' ' ')" >&2
-    return 1
-  fi
+  stated=$(printf '%s\n' "$@" | sort -u)
+  extra=$(comm -23 <(needed_of "$file") - <<<"$stated" | tr '\n' ' ')
+  missing=$(comm -13 <(needed_of "$file") - <<<"$stated" | tr '\n' ' ')
+  [ -z "$extra$missing" ] && return 0
+  local diff=()
+  [ -n "$extra" ] && diff+=("also needs ${extra% }")
+  [ -n "$missing" ] && diff+=("lacks ${missing% }")
+  echo "$file links other libraries than its build states: ${diff[0]}${diff[1]:+; ${diff[1]}}" >&2
+  echo "  stated: $*" >&2
+  echo "  found:  $(needed_of "$file" | tr '\n' ' ')" >&2
+  return 1
 }

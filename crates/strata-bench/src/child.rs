@@ -18,14 +18,15 @@
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 
 use crate::flags::Flags;
 use crate::outcome::GroupOutcome;
+use crate::watchdog::Watchdog;
 use crate::{peers, run_engine_group, suite};
 
 /// How many of the child's last lines a failure keeps.
@@ -47,54 +48,50 @@ pub fn run_group(
     {
         Ok(f) => f,
         Err(e) => {
-            let mut o = GroupOutcome::default();
-            o.fail_at(
-                engine,
-                &g.specs,
-                0,
-                format!("create its outcome file: {e}"),
-                vec![],
-            );
-            return o;
+            let what = format!("create its outcome file: {e}");
+            return GroupOutcome::failed_from_start(engine, &g.specs, what, Vec::new());
         }
     };
     let ended = supervise(engine, gi, dir, out.path(), timeout);
     let _ = std::fs::remove_file(staging(out.path()));
+    let exited_cleanly = matches!(&ended, Ok(Ended::Exited(s, _)) if s.success());
     let (what, tail) = match ended {
-        Ok(Ended::Exited(status, tail)) => match read_outcome(out.path()) {
-            Ok(o) if status.success() && o.running.is_none() => return o,
-            Ok(mut o) => {
-                // Where it died: the benchmark under way, or past the last one.
-                let at = o.running.unwrap_or(g.specs.len());
-                o.fail_at(engine, &g.specs, at, describe(status), tail);
-                return o;
-            }
-            Err(e) if status.success() => (format!("{e:#}"), tail),
-            Err(_) => (describe(status), tail),
-        },
-        Ok(Ended::TimedOut(limit, tail)) => {
-            let what = format!("timed out after {} s (--group_timeout)", limit.as_secs());
-            match read_outcome(out.path()) {
-                Ok(mut o) => {
-                    let at = o.running.unwrap_or(g.specs.len());
-                    o.fail_at(engine, &g.specs, at, what, tail);
-                    return o;
-                }
-                Err(_) => (what, tail),
-            }
-        }
+        Ok(Ended::Exited(status, tail)) => (describe(status), tail),
+        Ok(Ended::TimedOut(tail)) => (
+            format!(
+                "timed out after {} s (--group_timeout)",
+                timeout.unwrap_or_default().as_secs()
+            ),
+            tail,
+        ),
         Err(e) => (format!("{e:#}"), Vec::new()),
     };
-    let mut o = GroupOutcome::default();
-    o.fail_at(engine, &g.specs, 0, what, tail);
-    o
+    match read_outcome(out.path()) {
+        Ok(o) if exited_cleanly && o.running.is_none() => o,
+        // What the group finished stays; it failed at the benchmark under way, or past
+        // the last one.
+        Ok(mut o) => {
+            let at = o.running.unwrap_or(g.specs.len());
+            o.fail_at(engine, &g.specs, at, what, tail);
+            o
+        }
+        // No outcome at all: failed from the start (a clean exit without one says why).
+        Err(e) => {
+            let what = if exited_cleanly {
+                format!("{e:#}")
+            } else {
+                what
+            };
+            GroupOutcome::failed_from_start(engine, &g.specs, what, tail)
+        }
+    }
 }
 
 /// How a child ended: by itself (its status and last lines), or ended by the parent at
 /// its time limit.
 enum Ended {
     Exited(ExitStatus, Vec<String>),
-    TimedOut(Duration, Vec<String>),
+    TimedOut(Vec<String>),
 }
 
 /// Starts the child, passes its output through, and waits for it at most `timeout`.
@@ -130,37 +127,23 @@ fn supervise(
             .take()
             .map(|s| pump(s, std::io::stderr(), Arc::clone(&tail))),
     ];
-    let waited = wait(&mut child, timeout);
+    // Its output ends when it does (or when the watchdog ends it); the watchdog stands
+    // down before the wait, as it must.
+    let watchdog = Watchdog::start(child.id(), timeout);
     for p in pumps.into_iter().flatten() {
         let _ = p.join();
     }
+    let timed_out = watchdog.stand_down();
+    let status = child.wait().context("wait for the group's process")?;
     let tail: Vec<String> = tail
         .lock()
         .map(|t| t.iter().cloned().collect())
         .unwrap_or_default();
-    Ok(match waited? {
-        Some(status) => Ended::Exited(status, tail),
-        None => Ended::TimedOut(timeout.unwrap_or_default(), tail),
+    Ok(if timed_out {
+        Ended::TimedOut(tail)
+    } else {
+        Ended::Exited(status, tail)
     })
-}
-
-/// Waits for `child`; past `timeout` kills it and gives `None`.
-fn wait(child: &mut Child, timeout: Option<Duration>) -> Result<Option<ExitStatus>> {
-    let Some(limit) = timeout else {
-        return Ok(Some(child.wait().context("wait for the group's process")?));
-    };
-    let deadline = Instant::now() + limit;
-    loop {
-        if let Some(status) = child.try_wait().context("wait for the group's process")? {
-            return Ok(Some(status));
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(None);
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Copies `from` to `to` as it comes, keeping its last lines in `tail`.

@@ -29,7 +29,9 @@ use anyhow::{Context, Result, bail};
 use crate::accounting::{self, Process};
 use crate::bench::Spec;
 use crate::flags::Flags;
+use crate::outcome;
 use crate::results::{BenchResult, NotAvailable};
+use crate::watchdog::Watchdog;
 
 /// Where the build script puts the programs, relative to the cargo target directory.
 const BUILT_IN: &str = "leveldb-dbbench";
@@ -175,13 +177,11 @@ impl DbBench {
         for (position, spec) in specs.iter().enumerate() {
             match program_name(self.kind, spec, flags) {
                 Ok(name) => planned.push((position, spec, name)),
-                Err(reason) => out.not_available.push(NotAvailable {
-                    position,
-                    name: spec.name.clone(),
-                    row: spec.row.clone(),
-                    reason: format!("{} has {reason}", self.kind.column()),
-                    failed: false,
-                }),
+                Err(reason) => {
+                    let reason = format!("{} has {reason}", self.kind.column());
+                    out.not_available
+                        .push(outcome::not_available(position, spec, reason, false));
+                }
             }
         }
         if planned.is_empty() {
@@ -206,7 +206,7 @@ impl DbBench {
             let _ = BufReader::new(stderr).read_to_string(&mut text);
             text
         });
-        let watchdog = Watchdog::start(child.id(), flags.group_timeout);
+        let watchdog = Watchdog::start(child.id(), flags.group_timeout());
         let read = child
             .stdout
             .take()
@@ -461,57 +461,6 @@ fn result(kind: Program, spec: &Spec, flags: &Flags, line: &Line, dir: &Path) ->
         message: line.message.clone(),
         disk_bytes: accounting::disk_usage(dir),
         ..BenchResult::default()
-    }
-}
-
-/// Ends a peer's program that runs past `--group_timeout` (SIGKILL), so one hung
-/// program does not hold up the run.
-struct Watchdog {
-    stop: Option<std::sync::mpsc::Sender<()>>,
-    fired: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watchdog {
-    /// Watches process `pid` for `seconds` (0: no watch).
-    fn start(pid: u32, seconds: u64) -> Watchdog {
-        let fired = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        if seconds == 0 {
-            return Watchdog {
-                stop: None,
-                fired,
-                thread: None,
-            };
-        }
-        let (stop, stopped) = std::sync::mpsc::channel::<()>();
-        let flag = std::sync::Arc::clone(&fired);
-        let thread = std::thread::spawn(move || {
-            let limit = std::time::Duration::from_secs(seconds);
-            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(limit)
-                && let Some(pid) = i32::try_from(pid)
-                    .ok()
-                    .and_then(rustix::process::Pid::from_raw)
-            {
-                flag.store(true, std::sync::atomic::Ordering::SeqCst);
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-            }
-        });
-        Watchdog {
-            stop: Some(stop),
-            fired,
-            thread: Some(thread),
-        }
-    }
-
-    /// Stops watching; whether the time ran out first (the program was killed).
-    fn stand_down(mut self) -> bool {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-        self.fired.load(std::sync::atomic::Ordering::SeqCst)
     }
 }
 

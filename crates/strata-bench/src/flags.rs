@@ -191,6 +191,11 @@ impl Flags {
         }
     }
 
+    /// `--group_timeout` as a limit (`None` for 0: no limit).
+    pub fn group_timeout(&self) -> Option<std::time::Duration> {
+        (self.group_timeout > 0).then(|| std::time::Duration::from_secs(self.group_timeout))
+    }
+
     /// Bloom bits per key, if any.
     pub fn bloom(&self) -> Option<usize> {
         (self.bloom_bits >= 0).then_some(self.bloom_bits as usize)

@@ -15,6 +15,7 @@ mod report;
 mod results;
 mod suite;
 mod summary;
+mod watchdog;
 mod workload;
 
 use std::io::Write as _;
@@ -30,7 +31,7 @@ use crate::bench::{KEY_SIZE, Runner};
 use crate::engine::{EngineKind, Settings};
 use crate::flags::Flags;
 use crate::outcome::GroupOutcome;
-use crate::results::{Document, EngineRun, NotAvailable};
+use crate::results::{Document, EngineRun};
 
 /// Peers that later builds add, named so `--engines` can say they are not built.
 const PEERS: &[&str] = &[
@@ -213,9 +214,7 @@ fn run(flags: &Flags) -> Result<()> {
         summary: Vec::new(),
     };
     let rounds = flags.repeats.max(1);
-    let timeout = (flags.group_timeout > 0).then(|| Duration::from_secs(flags.group_timeout));
-    // (engine, group, round, failure) of every group run that did not finish.
-    let mut failed = Vec::new();
+    let timeout = flags.group_timeout();
     let home = suite::homes(&groups);
     let mut journaled = match &flags.json {
         Some(json) if flags.resume => journal::load(json, &doc.args, &home)?,
@@ -280,7 +279,6 @@ fn run(flags: &Flags) -> Result<()> {
                         g.label,
                         f.what
                     );
-                    failed.push((column.name().to_string(), g.label.clone(), round, f.clone()));
                 }
                 if temp.is_some() && last_in_home(gi) {
                     let _ = std::fs::remove_dir_all(&dir);
@@ -323,6 +321,9 @@ fn run(flags: &Flags) -> Result<()> {
     if let Some(line) = probe::states_line(&doc.probes, rounds) {
         println!("{line}");
     }
+    // Every group run that did not finish (journaled runs all did: a failed one is run
+    // again).
+    let failed: Vec<&EngineRun> = doc.runs.iter().filter(|r| r.failure.is_some()).collect();
     if let Some(path) = &flags.json {
         let text = serde_json::to_string_pretty(&doc)?;
         std::fs::write(path, text).with_context(|| format!("write {}", path.display()))?;
@@ -364,19 +365,16 @@ fn run_engine_group(
 ) -> Result<GroupOutcome> {
     let mut runner = Runner::new(&g.flags, kind, dir, settings(&g.flags));
     let mut out = GroupOutcome::default();
-    let na = |position: usize, spec: &bench::Spec, reason: String| NotAvailable {
-        position,
-        name: spec.name.clone(),
-        row: spec.row.clone(),
-        reason,
-        failed: false,
-    };
     for (position, spec) in g.specs.iter().enumerate() {
         out.running = Some(position);
         progress(&out)?;
         if let Some(why) = runner.lacks(spec) {
-            out.not_available
-                .push(na(position, spec, format!("{} has {why}", kind.name())));
+            out.not_available.push(outcome::not_available(
+                position,
+                spec,
+                format!("{} has {why}", kind.name()),
+                false,
+            ));
         }
         let bar = ProgressBar::new_spinner();
         bar.set_style(
@@ -398,8 +396,12 @@ fn run_engine_group(
             Err(e) if e.downcast_ref::<engine::Cannot>().is_some() => {
                 let why = format!("{e}");
                 println!("{:<12} : n/a ({} cannot: {why})", spec.name, kind.name());
-                out.not_available
-                    .push(na(position, spec, format!("{} has {why}", kind.name())));
+                out.not_available.push(outcome::not_available(
+                    position,
+                    spec,
+                    format!("{} has {why}", kind.name()),
+                    false,
+                ));
                 // The database may be half-written: the group's later benchmarks start
                 // over only if they make a fresh database.
             }
@@ -472,9 +474,7 @@ fn run_program_group(
             let name = program.kind().column();
             println!("{:<12} : FAILED ({why})", name);
             eprintln!("strata-bench: {name} failed: {why}");
-            let mut out = GroupOutcome::default();
-            out.fail_at(name, &g.specs, 0, why, Vec::new());
-            out
+            GroupOutcome::failed_from_start(name, &g.specs, why, Vec::new())
         }
     }
 }

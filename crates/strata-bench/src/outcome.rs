@@ -10,7 +10,19 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bench::Spec;
-use crate::results::{BenchResult, GroupFailure, NotAvailable};
+use crate::results::{BenchResult, EngineRun, GroupFailure, NotAvailable};
+
+/// The benchmark `spec`, at `position` in its group, not run because of `reason`;
+/// `failed` when the engine failed rather than lacks it.
+pub fn not_available(position: usize, spec: &Spec, reason: String, failed: bool) -> NotAvailable {
+    NotAvailable {
+        position,
+        name: spec.name.clone(),
+        row: spec.row.clone(),
+        reason,
+        failed,
+    }
+}
 
 /// What one column's run of one group gave.
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -46,13 +58,8 @@ impl GroupOutcome {
             } else {
                 format!("{engine} has failed earlier in the group: {what}")
             };
-            self.not_available.push(NotAvailable {
-                position: p,
-                name: spec.name.clone(),
-                row: spec.row.clone(),
-                reason,
-                failed: true,
-            });
+            self.not_available
+                .push(not_available(p, spec, reason, true));
         }
         self.running = None;
         self.failure = Some(GroupFailure {
@@ -62,18 +69,27 @@ impl GroupOutcome {
         });
     }
 
+    /// A group `engine` failed at its first benchmark (or before it): every benchmark
+    /// marked failed.
+    pub fn failed_from_start(
+        engine: &str,
+        specs: &[Spec],
+        what: String,
+        tail: Vec<String>,
+    ) -> GroupOutcome {
+        let mut out = GroupOutcome::default();
+        out.fail_at(engine, specs, 0, what, tail);
+        out
+    }
+
     /// A group `engine` did not run because `why` (an earlier group that built its
     /// database failed): every benchmark marked failed.
     pub fn not_run(engine: &str, specs: &[Spec], why: String) -> GroupOutcome {
         let mut out = GroupOutcome::default();
         for (position, spec) in specs.iter().enumerate() {
-            out.not_available.push(NotAvailable {
-                position,
-                name: spec.name.clone(),
-                row: spec.row.clone(),
-                reason: format!("{engine} has not run it: {why}"),
-                failed: true,
-            });
+            let reason = format!("{engine} has not run it: {why}");
+            out.not_available
+                .push(not_available(position, spec, reason, true));
         }
         out.failure = Some(GroupFailure {
             benchmark: None,
@@ -86,25 +102,28 @@ impl GroupOutcome {
 
 /// The closing message of a run some of whose groups failed: one line for each,
 /// naming the engine, group, round and what happened.
-pub fn summary_line(failed: &[(String, String, usize, GroupFailure)]) -> String {
+pub fn summary_line(failed: &[&EngineRun]) -> String {
     let items: Vec<String> = failed
         .iter()
-        .map(|(engine, group, round, f)| {
+        .filter_map(|r| {
+            let f = r.failure.as_ref()?;
             let at = f
                 .benchmark
                 .as_deref()
                 .map(|b| format!(" at {b}"))
                 .unwrap_or_default();
-            format!(
-                "{engine} in group \"{group}\" (round {}){at}: {}",
-                round + 1,
+            Some(format!(
+                "{} in group \"{}\" (round {}){at}: {}",
+                r.engine,
+                r.group,
+                r.round + 1,
                 f.what
-            )
+            ))
         })
         .collect();
     format!(
         "{} group run(s) failed; the other results stand and are in the report:\n  {}",
-        failed.len(),
+        items.len(),
         items.join("\n  ")
     )
 }
@@ -165,7 +184,10 @@ mod tests {
             what: "killed by signal 11 (SIGSEGV)".into(),
             tail: vec![],
         };
-        let line = summary_line(&[("rocksdb".into(), "1: baseline".into(), 0, f)]);
+        let mut run = crate::results::sample_run("rocksdb", 0, &[]);
+        run.group = "1: baseline".into();
+        run.failure = Some(f);
+        let line = summary_line(&[&run, &crate::results::sample_run("strata", 0, &[])]);
         assert!(line.starts_with("1 group run(s) failed"), "{line}");
         assert!(
             line.contains(
