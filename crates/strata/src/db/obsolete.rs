@@ -51,13 +51,18 @@ impl Needed {
         }
     }
 
+    /// Whether opening the database replays log `number`.
+    pub(super) fn replays_log(&self, number: u64) -> bool {
+        number >= self.log_number || number == self.prev_log
+    }
+
     /// Whether the file called `name` must stay: `Some(true)` for one the database needs
     /// (or keeps, as `CURRENT` and `LOCK`), `Some(false)` for garbage the deletion of
     /// obsolete files removes (a table a cut-short compaction left, an old log or
     /// manifest), `None` for a name that is none of the database's kinds (never removed).
     pub(super) fn keeps(&self, name: &str) -> Option<bool> {
         Some(match filename::parse(name)? {
-            Kind::Log(n) => n >= self.log_number || n == self.prev_log || n == self.current_log,
+            Kind::Log(n) => self.replays_log(n) || n == self.current_log,
             Kind::Manifest(n) => n >= self.manifest_number,
             Kind::Table(n) => self.tables.contains(&n) || self.pending.contains(&n),
             Kind::Temp(n) => self.pending.contains(&n),

@@ -191,9 +191,7 @@ fn check_logs(db: &DbInner, live: &Live, report: &mut VerifyReport) -> Result<()
         .children(&db.dir)?
         .iter()
         .filter_map(|n| match filename::parse(n) {
-            Some(Kind::Log(n)) if n >= live.needed.log_number || n == live.needed.prev_log => {
-                Some(n)
-            }
+            Some(Kind::Log(n)) if live.needed.replays_log(n) => Some(n),
             _ => None,
         })
         .collect();
