@@ -10,12 +10,16 @@ SHELL := /bin/bash
 .PHONY: libleveldb test bench bench-full bench-yardstick bench-group-commit bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
 # `clippy -p strata --lib` lints the engine as users build it (no features; the
-# workspace's tools turn `internals` and `testing` on for everything else).
+# workspace's tools turn `internals` and `testing` on for everything else), and
+# `-p strata-bench --bin` the benchmark tool as a bare build gives it (no peers). The
+# suites run with every peer built in (the report page test draws them all).
+PEERS = --features strata-bench/peers
 test: deps
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets $(PEERS) -- -D warnings
 	$(CARGO) clippy -p strata --lib -- -D warnings
-	$(CARGO) test --workspace
+	$(CARGO) clippy -p strata-bench --bin strata-bench -- -D warnings
+	$(CARGO) test --workspace $(PEERS)
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c -p strata-openraft
 
 # LevelDB's C API over Strata, installed as libleveldb.so.1/.so.1d/.so in DIR
@@ -30,7 +34,7 @@ libleveldb: deps
 # RocksDB is a release build for this CPU (scripts/build-rocksdb-release.sh: 12-20
 # minutes the first time, then kept in target/rocksdb-native/).
 BENCH_BUILD = scripts/build-rocksdb-release.sh >/dev/null && \
-	STRATA_BENCH_ROCKSDB_DIR=$(CURDIR)/target/rocksdb-native $(CARGO) build --release -p strata-bench
+	STRATA_BENCH_ROCKSDB_DIR=$(CURDIR)/target/rocksdb-native $(CARGO) build --release -p strata-bench --features peers
 
 # One engine's failure is not the run's: a group whose process dies (a signal), runs past
 # GROUP_TIMEOUT seconds or fails is recorded as failed and the run goes on; the page is
@@ -103,7 +107,7 @@ ROUNDS ?= 5
 # Built without the in-process peers (target/strata-only/), so Strata's peak RSS is not
 # charged the pages of the peers' libraries (about 10 MB: RocksDB's alone is 6 MB).
 bench-yardstick: deps
-	$(CARGO) build --release -p strata-bench --no-default-features --target-dir target/strata-only
+	$(CARGO) build --release -p strata-bench --target-dir target/strata-only
 	scripts/build-leveldb-dbbench.sh >/dev/null
 	mkdir -p bench-report
 	STRATA_BENCH_DBBENCH=$(CURDIR)/target/leveldb-dbbench/db_bench ./target/strata-only/release/strata-bench --suite baseline --engines=strata,leveldb-dbbench --repeats=$(ROUNDS) --read_budget=10 --json bench-report/yardstick.json | tee bench-report/yardstick.txt
