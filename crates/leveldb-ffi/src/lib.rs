@@ -379,10 +379,19 @@ impl Db {
     /// The value of `key` copied into `out` (replacing what it held), reusing its
     /// allocation: one copy from LevelDB's buffer, as a C caller makes. False if absent.
     pub fn get_into(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool, String> {
+        self.get_with(key, |v| {
+            out.clear();
+            out.extend_from_slice(v);
+        })
+    }
+
+    /// Hands the value of `key` to `visit` as the C API returns it (its own copy, freed
+    /// after `visit` returns). False if absent.
+    pub fn get_with(&self, key: &[u8], visit: impl FnOnce(&[u8])) -> Result<bool, String> {
         let mut err = ptr::null_mut();
         let mut len = 0usize;
         // SAFETY: the key is valid during the call; the result is a malloc'ed buffer of
-        // `len` bytes (or null), copied out and freed once below.
+        // `len` bytes (or null), read and freed once below.
         let v = unsafe {
             leveldb_get(
                 self.db,
@@ -397,9 +406,12 @@ impl Db {
         if v.is_null() {
             return Ok(false);
         }
-        out.clear();
-        // SAFETY: `v` points to `len` readable bytes until freed.
-        out.extend_from_slice(unsafe { std::slice::from_raw_parts(v.cast::<u8>(), len) });
+        if len == 0 {
+            visit(&[]);
+        } else {
+            // SAFETY: `v` points to `len` readable bytes until freed.
+            visit(unsafe { std::slice::from_raw_parts(v.cast::<u8>(), len) });
+        }
         // SAFETY: freed once, not used after.
         unsafe { leveldb_free(v.cast()) };
         Ok(true)

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use hdrhistogram::Histogram;
 
+use crate::access::ValueAccess;
 use crate::accounting;
 use crate::engine::{BatchOp, Engine, EngineKind, Settings};
 use crate::flags::Flags;
@@ -342,7 +343,7 @@ impl<'a> Runner<'a> {
             micros_per_op: thread_seconds * 1e6 / ops as f64,
             ops_per_sec: ops as f64 / wall.max(1e-9),
             threads: spec.threads,
-            mb_per_sec: (bytes > 0).then(|| bytes as f64 / 1_048_576.0 / wall.max(1e-9)),
+            mb_per_sec: mb_per_sec(bytes, thread_seconds, spec.threads.max(1)),
             message,
             latency_us: hist.as_ref().and_then(percentiles),
             peak_rss_bytes: accounting::peak_rss(),
@@ -443,6 +444,14 @@ pub fn percentiles(h: &Histogram<u64>) -> Option<Percentiles> {
     })
 }
 
+/// MB/s from the same bytes and time as µs/op (`thread_seconds / ops`): the bytes over
+/// the mean time of the `workers` threads that moved them, so the two figures always agree
+/// (MB/s × µs/op = bytes per op × workers). The wall time around a benchmark (spawning
+/// threads, opening a cursor) is in neither.
+fn mb_per_sec(bytes: u64, thread_seconds: f64, workers: usize) -> Option<f64> {
+    (bytes > 0).then(|| bytes as f64 / 1_048_576.0 / (thread_seconds / workers as f64).max(1e-9))
+}
+
 fn new_hist(flags: &Flags) -> Result<Option<Histogram<u64>>> {
     if !flags.histogram {
         return Ok(None);
@@ -511,7 +520,7 @@ fn thread_body(
     let (ops, seconds) = match spec.kind {
         Kind::WriteSeq | Kind::WriteRandom => w.writes(engine, spec, flags, live)?,
         Kind::DeleteSeq | Kind::DeleteRandom => w.deletes(engine, spec, flags, live)?,
-        Kind::ReadSeq | Kind::ReadReverse => w.scan(engine, spec, live)?,
+        Kind::ReadSeq | Kind::ReadReverse => w.scan(engine, spec, flags, live)?,
         Kind::ReadRandom | Kind::ReadMissing | Kind::ReadHot | Kind::ReadWhileWriting => {
             w.reads(engine, spec, flags, live)?
         }
@@ -623,16 +632,24 @@ impl Worker {
     }
 
     /// readseq and readreverse: db_bench's ReadSequential, which counts the key's and the
-    /// value's lengths and never reads the value's bytes.
-    fn scan(&mut self, engine: &dyn Engine, spec: &Spec, live: &Live) -> Result<(u64, f64)> {
+    /// value's lengths and never reads the value's bytes, or with --touch_values every
+    /// value read (`access.rs`).
+    fn scan(
+        &mut self,
+        engine: &dyn Engine,
+        spec: &Spec,
+        flags: &Flags,
+        live: &Live,
+    ) -> Result<(u64, f64)> {
         let bytes = &mut self.bytes;
+        let access = ValueAccess::of(flags.touch_values);
         let started = Instant::now();
         let n = engine.scan(
             spec.kind == Kind::ReadReverse,
             spec.reads as usize,
             &mut |kk, v| {
                 *bytes += (kk.len() + v.len()) as u64;
-                std::hint::black_box(v.as_ptr());
+                access.scanned(v);
             },
         )? as u64;
         live.reads.fetch_add(n, Ordering::Relaxed);
@@ -641,7 +658,7 @@ impl Worker {
 
     /// readrandom, readmissing, readhot and readwhilewriting's readers: db_bench's
     /// ReadRandom, whose value lands in a reused buffer (its std::string), only its length
-    /// looked at.
+    /// looked at, or with --touch_values read in place (`access.rs`).
     fn reads(
         &mut self,
         engine: &dyn Engine,
@@ -658,6 +675,7 @@ impl Worker {
             ..
         } = self;
         let mut out = Vec::new();
+        let access = ValueAccess::of(flags.touch_values);
         let range = if spec.kind == Kind::ReadHot {
             spec.num.div_ceil(100)
         } else {
@@ -673,10 +691,13 @@ impl Worker {
             if spec.kind == Kind::ReadMissing {
                 k.push(b'.');
             }
-            if engine.get(k, &mut out)? {
+            let mut len = 0;
+            if engine.get(k, &mut |v| {
+                len = v.len();
+                access.read(v, &mut out);
+            })? {
                 *found += 1;
-                *bytes += (k.len() + out.len()) as u64;
-                std::hint::black_box(out.as_ptr());
+                *bytes += (k.len() + len) as u64;
             }
             live.reads.fetch_add(1, Ordering::Relaxed);
             Ok(())
@@ -885,17 +906,52 @@ mod tests {
     #[test]
     fn a_small_run_on_every_engine_prints_every_line() {
         for kind in crate::peers::all() {
-            small_run(kind);
+            small_run(kind, false);
         }
     }
 
-    fn small_run(kind: &dyn EngineKind) {
+    #[test]
+    fn a_small_run_touching_every_value_on_every_engine() {
+        for kind in crate::peers::all() {
+            small_run(kind, true);
+        }
+    }
+
+    /// MB/s and µs/op tell the same story: from one figure and the bytes per operation,
+    /// the other follows (the text line's rounding aside).
+    fn assert_rates_agree(r: &BenchResult, engine: &str) {
+        let Some(mb) = r.mb_per_sec else { return };
+        let per_op_mb = r.bytes as f64 / r.ops as f64 / 1_048_576.0;
+        let implied = per_op_mb * r.threads.max(1) as f64 / (r.micros_per_op / 1e6);
+        assert!(
+            (mb - implied).abs() <= implied * 1e-6,
+            "{engine} {}: {mb} MB/s, but {} micros/op of {} bytes each imply {implied}",
+            r.name,
+            r.micros_per_op,
+            r.bytes / r.ops
+        );
+        // The printed line too.
+        let line = r.line();
+        let printed: f64 = line
+            .split(';')
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|t| t.parse().ok())
+            .unwrap_or_else(|| panic!("no MB/s in {line:?}"));
+        assert!(
+            (printed - mb).abs() <= 0.05 + mb * 1e-9,
+            "{engine}: {line:?} prints {printed}, the result holds {mb}"
+        );
+    }
+
+    fn small_run(kind: &dyn EngineKind, touch: bool) {
         let dir = tempfile::tempdir().unwrap();
         let flags = Flags::try_parse_from([
             "strata-bench",
             "--num=2000",
             "--histogram",
             "--stats_interval=0.01",
+            &format!("--touch_values={touch}"),
         ])
         .unwrap();
         let settings = Settings {
@@ -945,6 +1001,7 @@ mod tests {
                 kind.name()
             );
             assert!(r.line().starts_with(name), "{}", r.line());
+            assert_rates_agree(&r, kind.name());
             if name == "readmissing" {
                 assert!(
                     r.message.starts_with("(0 of"),

@@ -121,8 +121,9 @@ impl std::error::Error for Cannot {}
 pub trait Engine: Send + Sync {
     /// Sets `key` to `value`.
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()>;
-    /// Reads `key` into `out`; false if absent.
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool>;
+    /// Hands `key`'s value to `visit`, in place wherever the engine can give a view
+    /// without copying (valid during the call); false if absent.
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool>;
     /// Removes `key`.
     fn delete(&self, key: &[u8], sync: bool) -> Result<()>;
     /// Applies `ops` atomically (engines without batches return an error).
@@ -176,13 +177,12 @@ pub fn walk(
     n
 }
 
-/// Copies a looked-up value into `out`; true if there was one. Every engine's `get`
-/// ends with this.
-pub fn found(out: &mut Vec<u8>, value: Option<impl AsRef<[u8]>>) -> bool {
+/// Hands a looked-up value to `visit`; true if there was one. Every engine's `get` ends
+/// with this.
+pub fn found(visit: &mut dyn FnMut(&[u8]), value: Option<impl AsRef<[u8]>>) -> bool {
     match value {
         Some(v) => {
-            out.clear();
-            out.extend_from_slice(v.as_ref());
+            visit(v.as_ref());
             true
         }
         None => false,
@@ -288,16 +288,9 @@ pub mod strata_engine {
         fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
             Ok(self.db.put_opt(key, value, &wo(sync))?)
         }
-        fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-            // A value the lookup already copied (memtable, blob file) is moved, not
-            // copied again; a view into a cached block is copied once.
-            match self.db.get_pinned(key)? {
-                Some(v) if v.is_owned() => {
-                    *out = v.into_vec();
-                    Ok(true)
-                }
-                v => Ok(super::found(out, v)),
-            }
+        fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+            // A view into a cached block or a mapped file where the value lies there.
+            Ok(super::found(visit, self.db.get_pinned(key)?))
         }
         fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
             Ok(self.db.delete_opt(key, &wo(sync))?)

@@ -110,6 +110,12 @@ pub struct Flags {
     /// Block compression (Snappy).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub compression: bool,
+    /// Read every value a read or scan gets, in place (one 8-byte load per 64 bytes,
+    /// folded into a sum), on every engine alike. Off: db_bench's rule (a read copies the
+    /// value into a reused buffer; a scan counts lengths and never reads a value). The
+    /// value-sizes suite turns it on.
+    #[arg(long = "touch_values", default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    pub touch_values: bool,
     /// Seconds between throughput reports (0: none). The series goes into --json.
     #[arg(long = "stats_interval", default_value_t = 0.0)]
     pub stats_interval: f64,

@@ -119,6 +119,7 @@ mod tests {
             round,
             engine_version: String::new(),
             settings: Settings::default(),
+            values_touched: false,
             results: Vec::new(),
             not_available: Vec::new(),
             sweep: None,

@@ -1,6 +1,7 @@
 //! `strata-bench`: LevelDB's db_bench workloads on Strata and its peers, with latency
 //! histograms, resource accounting, JSON results and preset suites.
 
+mod access;
 mod accounting;
 mod bench;
 mod child;
@@ -290,6 +291,8 @@ fn run(flags: &Flags) -> Result<()> {
                     round,
                     engine_version: column.version(),
                     settings: settings(&g.flags),
+                    // The page's own programs keep their rule.
+                    values_touched: g.flags.touch_values && matches!(column, Column::Engine(_)),
                     results: outcome.results,
                     not_available: outcome.not_available,
                     sweep: g.sweep.clone(),

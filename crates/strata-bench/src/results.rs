@@ -118,6 +118,10 @@ pub struct EngineRun {
     pub engine_version: String,
     /// Its settings.
     pub settings: Settings,
+    /// True if every value read or scanned was read in place (`--touch_values`,
+    /// `access.rs`); false for db_bench's rule.
+    #[serde(default)]
+    pub values_touched: bool,
     /// The results, in order.
     pub results: Vec<BenchResult>,
     /// The benchmarks this engine cannot run, with the reason ("n/a" rows).
@@ -274,6 +278,7 @@ pub(crate) fn sample_run(engine: &str, round: usize, results: &[(&str, f64)]) ->
             blob_gc_ratio: 0.25,
             blob_compression: false,
         },
+        values_touched: false,
         results: results
             .iter()
             .enumerate()

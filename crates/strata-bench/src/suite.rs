@@ -221,7 +221,8 @@ fn read_while_writing(flags: &Flags) -> Result<Vec<Group>> {
     Ok(out)
 }
 
-/// KingDB's sweep: value sizes from 100 B to 1 MB, about 100 MB of data each.
+/// KingDB's sweep: value sizes from 100 B to 1 MB, about 100 MB of data each, every value
+/// read (`--touch_values`).
 fn value_sizes(flags: &Flags) -> Result<Vec<Group>> {
     let mut out = Vec::new();
     for size in [100usize, 1024, 100 << 10, 256 << 10, 512 << 10, 1 << 20] {
@@ -244,6 +245,8 @@ fn value_sizes(flags: &Flags) -> Result<Vec<Group>> {
                     f.value_size = size;
                     f.num = f.num.min(((100u64 << 20) / size as u64).max(100));
                     f.write_buffer_size = 4 << 20;
+                    // Every value read, in place, on every engine (`access.rs`).
+                    f.touch_values = true;
                 },
             )?
             .swept("value size (bytes)", size as f64),

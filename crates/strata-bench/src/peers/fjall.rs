@@ -47,8 +47,8 @@ impl Engine for FjallEngine {
         self.items.insert(key, value)?;
         self.persist(sync)
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        Ok(found(out, self.items.get(key)?))
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        Ok(found(visit, self.items.get(key)?))
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         self.items.remove(key)?;

@@ -173,7 +173,7 @@ impl Engine for Kyoto {
         }
         self.sync(sync)
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         let mut size = 0usize;
         // SAFETY: the key is valid for the call; the result is ours until kcfree.
         let v = unsafe { kcdbget(self.db, key.as_ptr().cast(), key.len(), &mut size) };
@@ -187,7 +187,7 @@ impl Engine for Kyoto {
         }
         // SAFETY: `v` holds `size` bytes until freed below.
         let got = found(
-            out,
+            visit,
             Some(unsafe { std::slice::from_raw_parts(v.cast::<u8>(), size) }),
         );
         // SAFETY: freed once.

@@ -62,8 +62,8 @@ impl Engine for LevelDbEngine {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
         self.db.put(key, value, sync).map_err(err)
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        self.db.get_into(key, out).map_err(err)
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        self.db.get_with(key, visit).map_err(err)
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         self.db.delete(key, sync).map_err(err)

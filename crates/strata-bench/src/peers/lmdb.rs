@@ -196,14 +196,15 @@ impl Engine for Lmdb {
             mdb_put(txn, self.dbi, &mut k, &mut v, 0)
         })
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         self.read(|txn| {
             let mut k = val(key);
             let mut v = Val {
                 size: 0,
                 data: ptr::null_mut(),
             };
-            // SAFETY: `v` points into the map, valid until the transaction ends; copied out.
+            // SAFETY: `v` points into the map, valid until the transaction ends (after
+            // `visit` returns).
             let rc = unsafe { mdb_get(txn, self.dbi, &mut k, &mut v) };
             if rc == MDB_NOTFOUND {
                 return Ok(false);
@@ -211,7 +212,7 @@ impl Engine for Lmdb {
             check(rc)?;
             // SAFETY: as above.
             let value = unsafe { std::slice::from_raw_parts(v.data.cast::<u8>(), v.size) };
-            Ok(found(out, Some(value)))
+            Ok(found(visit, Some(value)))
         })
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {

@@ -42,9 +42,9 @@ impl Engine for NullEngine {
     fn put(&self, _key: &[u8], _value: &[u8], _sync: bool) -> Result<()> {
         Ok(())
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         Ok(found(
-            out,
+            visit,
             (key.len() == self.key.len()).then_some(&self.value[..]),
         ))
     }

@@ -57,14 +57,15 @@ unsafe extern "C" {
         err: *mut *mut c_char,
     );
     fn rocksdb_write(db: *mut Opaque, wo: *const Opaque, b: *mut Opaque, err: *mut *mut c_char);
-    fn rocksdb_get(
+    fn rocksdb_get_pinned(
         db: *mut Opaque,
         ro: *const Opaque,
         k: *const c_char,
         kl: usize,
-        vl: *mut usize,
         err: *mut *mut c_char,
-    ) -> *mut c_char;
+    ) -> *mut Opaque;
+    fn rocksdb_pinnableslice_value(v: *const Opaque, vl: *mut usize) -> *const c_char;
+    fn rocksdb_pinnableslice_destroy(v: *mut Opaque);
     fn rocksdb_create_iterator(db: *mut Opaque, ro: *const Opaque) -> *mut Opaque;
     fn rocksdb_compact_range(
         db: *mut Opaque,
@@ -279,28 +280,31 @@ impl Engine for RocksDb {
         };
         check(err)
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
-        let (mut err, mut len) = (ptr::null_mut(), 0usize);
-        // SAFETY: the key is valid for the call; the result is malloc'ed (or null).
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
+        let mut err = ptr::null_mut();
+        // Pinned, as RocksDB's own readers get a value: a view into the cached block (or
+        // the memtable), no copy. SAFETY: the key is valid for the call; the result is a
+        // pinnable slice (or null: absent) that we destroy once below.
         let v = unsafe {
-            rocksdb_get(
-                self.db,
-                self.read,
-                key.as_ptr().cast(),
-                key.len(),
-                &mut len,
-                &mut err,
-            )
+            rocksdb_get_pinned(self.db, self.read, key.as_ptr().cast(), key.len(), &mut err)
         };
         check(err)?;
         if v.is_null() {
             return Ok(false);
         }
-        // SAFETY: `v` holds `len` bytes until freed below.
-        let value = unsafe { std::slice::from_raw_parts(v.cast::<u8>(), len) };
-        let got = found(out, Some(value));
-        // SAFETY: freed once.
-        unsafe { rocksdb_free(v.cast()) };
+        let mut len = 0usize;
+        // SAFETY: `v` is a live pinnable slice; its value holds `len` bytes until `v` is
+        // destroyed below.
+        let data = unsafe { rocksdb_pinnableslice_value(v, &mut len) };
+        let value = if data.is_null() || len == 0 {
+            &[][..]
+        } else {
+            // SAFETY: as above.
+            unsafe { std::slice::from_raw_parts(data.cast::<u8>(), len) }
+        };
+        let got = found(visit, Some(value));
+        // SAFETY: destroyed once, after its last use.
+        unsafe { rocksdb_pinnableslice_destroy(v) };
         Ok(got)
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {

@@ -81,15 +81,18 @@ impl Engine for SqliteEngine {
             .execute(params![key, value])?;
         Ok(())
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         let c = self.lock(false)?;
-        let v: Option<Vec<u8>> = c
+        // The value as SQLite holds it in the statement's row, no copy.
+        let v: Option<()> = c
             .conn
             .prepare_cached("SELECT value FROM kv WHERE key = ?1")?
-            .query_row(params![key], |r| r.get(0))
+            .query_row(params![key], |r| {
+                visit(r.get_ref(0)?.as_blob()?);
+                Ok(())
+            })
             .optional()?;
-        // The value rusqlite copied out is moved into the harness's buffer, not copied again.
-        Ok(v.map(|v| *out = v).is_some())
+        Ok(v.is_some())
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         let c = self.lock(sync)?;

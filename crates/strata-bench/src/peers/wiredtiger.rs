@@ -239,10 +239,10 @@ impl Engine for WiredTiger {
             })
         })
     }
-    fn get(&self, key: &[u8], out: &mut Vec<u8>) -> Result<bool> {
+    fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         self.with(|s| {
             let (mut v, mut vl) = (std::ptr::null(), 0usize);
-            // SAFETY: the key is valid for the call; the value is copied before the cursor moves.
+            // SAFETY: the key is valid for the call; the value is read before the cursor moves.
             let rc =
                 unsafe { st_wt_get(s.cursor, key.as_ptr().cast(), key.len(), &mut v, &mut vl) };
             // SAFETY: a constant.
@@ -250,7 +250,7 @@ impl Engine for WiredTiger {
                 return Ok(false);
             }
             check(rc)?;
-            Ok(found(out, Some(bytes(v, vl))))
+            Ok(found(visit, Some(bytes(v, vl))))
         })
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
