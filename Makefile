@@ -12,14 +12,16 @@ SHELL := /bin/bash
 # `clippy -p strata --lib` lints the engine as users build it (no features; the
 # workspace's tools turn `internals` and `testing` on for everything else), and
 # `-p strata-bench --bin` the benchmark tool as a bare build gives it (no peers). The
-# suites run with every peer built in (the report page test draws them all).
+# suites run with every peer built in (the report page test draws them all). The examples
+# (measuring tools run by hand) are checked by clippy, not linked for the tests.
 PEERS = --features strata-bench/peers
 test: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets $(PEERS) -- -D warnings
 	$(CARGO) clippy -p strata --lib -- -D warnings
 	$(CARGO) clippy -p strata-bench --bin strata-bench -- -D warnings
-	$(CARGO) test --workspace $(PEERS)
+	$(CARGO) test --workspace $(PEERS) --lib --bins --tests
+	$(CARGO) test --workspace $(PEERS) --doc
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c -p strata-openraft
 
 # LevelDB's C API over Strata, installed as libleveldb.so.1/.so.1d/.so in DIR
