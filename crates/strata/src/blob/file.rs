@@ -241,13 +241,36 @@ pub fn decode_record<'a>(r: &BlobRef, record: &'a [u8]) -> Result<(&'a [u8], &'a
     Ok((decode_split(r, head, value)?, value))
 }
 
+/// [`decode_record`] without the CRC pass, for a record whose CRC was checked at an earlier
+/// read of the same bytes (`store.rs`, X5); every length and the key are still checked.
+pub fn decode_record_checked_before<'a>(
+    r: &BlobRef,
+    record: &'a [u8],
+) -> Result<(&'a [u8], &'a [u8])> {
+    if record.len() != r.record_len as usize {
+        return decode_record(r, record);
+    }
+    let head_len = record.len().saturating_sub(r.value_len as usize);
+    let (head, value) = record.split_at(head_len);
+    Ok((decode_split_with(r, head, value, false)?, value))
+}
+
 /// [`decode_record`] for a record read in two parts: `head` (crc, lengths and key) and
 /// `value`. Checks the CRC over both and every length; returns the key.
 pub fn decode_split<'a>(r: &BlobRef, head: &'a [u8], value: &[u8]) -> Result<&'a [u8]> {
+    decode_split_with(r, head, value, true)
+}
+
+fn decode_split_with<'a>(
+    r: &BlobRef,
+    head: &'a [u8],
+    value: &[u8],
+    check_crc: bool,
+) -> Result<&'a [u8]> {
     let bad = |what: String| Error::corruption("", r.offset, what);
     let stored = decode_fixed32(head).ok_or_else(|| bad("blob record too short".into()))?;
     let body = &head[4..];
-    if checksum::unmask(stored) != checksum::extend(checksum::crc32c(body), value) {
+    if check_crc && checksum::unmask(stored) != checksum::extend(checksum::crc32c(body), value) {
         return Err(bad("blob record checksum mismatch".into()));
     }
     let (key_len, n1) =

@@ -11,6 +11,12 @@
 //! ([`BlobStore::seal`]); every other file (those of earlier runs included) is
 //! complete.
 //!
+//! A value stored raw in a mapped file can be read in place: [`BlobStore::read_pinned`]
+//! returns a [`BlobView`] into the map, which keeps the map alive. A large record's CRC is
+//! checked at its first read through the map and not again while the file stays open (X5):
+//! a blob file is never written after it is sealed, so the bytes are those the first check
+//! passed, as a verified block in the block cache is.
+//!
 //! Buffers: a reader's buffer is reused from value to value and never zeroed again once
 //! grown; a compressed value read with `pread` needs a second buffer, the thread's spare
 //! (`SPARE`), which trades places with the caller's.
@@ -22,11 +28,16 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use super::file::decode_record_checked_before;
 use super::{BlobRef, decode_record, decode_split, record_header_len};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::open_files::OpenFiles;
+
+/// Records with a value this large or larger have their CRC checked once per open map
+/// (X5); below it a check costs less than remembering it.
+const CHECK_ONCE_MIN: u32 = 4 << 10;
 
 /// How one blob file is read.
 #[derive(Clone)]
@@ -35,6 +46,38 @@ struct Open {
     file: Arc<dyn RandomAccessFile>,
     /// The file's map, once it is complete (sealed) and maps are on.
     map: Option<Arc<dyn RandomAccessFile>>,
+    /// The records of at least `CHECK_ONCE_MIN` value bytes whose CRC matched in `map`,
+    /// by offset and length (X5).
+    checked: Arc<Mutex<std::collections::HashSet<(u64, u32)>>>,
+}
+
+/// A value read in place: a view into a sealed blob file's map, which it keeps alive.
+/// Dereferences to the value's bytes.
+#[derive(Clone)]
+pub struct BlobView {
+    map: Arc<dyn RandomAccessFile>,
+    start: usize,
+    end: usize,
+}
+
+impl std::ops::Deref for BlobView {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // The range was taken from this map when the view was made.
+        self.map
+            .mapped()
+            .and_then(|m| m.get(self.start..self.end))
+            .unwrap_or(&[])
+    }
+}
+
+impl std::fmt::Debug for BlobView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BlobView")
+            .field("start", &self.start)
+            .field("len", &(self.end - self.start))
+            .finish()
+    }
 }
 
 struct Files {
@@ -94,6 +137,7 @@ impl BlobStore {
         let open = Open {
             file: self.env.new_random_access(&path)?,
             map,
+            checked: Default::default(),
         };
         files.open.insert(number, open.clone());
         Ok(open)
@@ -137,6 +181,42 @@ impl BlobStore {
         });
         SPARE.set(spare);
         read.map(|()| out)
+    }
+
+    /// The value `encoded_ref` points to, checked against `user_key` (X2, X5): a view into
+    /// the file's map when the value is stored raw in a sealed, mapped file, else a copy
+    /// (`Err(value)`: a value read with `pread` or decompressed).
+    pub fn read_pinned(
+        &self,
+        user_key: &[u8],
+        encoded_ref: &[u8],
+    ) -> Result<std::result::Result<BlobView, Vec<u8>>> {
+        let r = BlobRef::decode(encoded_ref)?;
+        if r.raw_len.is_none() {
+            let open = self.open(r.file).map_err(|e| {
+                e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0)
+            })?;
+            if let Some(map) = &open.map
+                && let Some(bytes) = map.mapped()
+            {
+                let start = {
+                    let mut none = Vec::new();
+                    let stored = self.read_ref(user_key, &r, &open, &mut none).map_err(|e| {
+                        e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0)
+                    })?;
+                    match stored {
+                        Stored::Mapped(v) => v.as_ptr() as usize - bytes.as_ptr() as usize,
+                        Stored::InBuffer => return Ok(Err(none)),
+                    }
+                };
+                return Ok(Ok(BlobView {
+                    map: Arc::clone(map),
+                    start,
+                    end: start + r.value_len as usize,
+                }));
+            }
+        }
+        self.read(user_key, encoded_ref).map(Err)
     }
 
     /// [`BlobStore::read`] into `out`, for a caller that reads many values into one
@@ -211,8 +291,19 @@ impl BlobStore {
                     ),
                 ));
             }
-            let (key, value) = decode_record(r, &map[start..end])?;
+            let record = &map[start..end];
+            let once = r.value_len >= CHECK_ONCE_MIN;
+            let mark = (r.offset, r.record_len);
+            let checked = once && lock_checked(&open.checked).contains(&mark);
+            let (key, value) = if checked {
+                decode_record_checked_before(r, record)?
+            } else {
+                decode_record(r, record)?
+            };
             check_key(r, key, user_key)?;
+            if once && !checked {
+                lock_checked(&open.checked).insert(mark);
+            }
             return Ok(Stored::Mapped(value));
         }
         // The value straight into `out`, the header and key beside it: no copy after.
@@ -252,6 +343,12 @@ impl BlobStore {
         files.open.remove(number);
         files.writing.remove(&number);
     }
+}
+
+fn lock_checked(
+    m: &Mutex<std::collections::HashSet<(u64, u32)>>,
+) -> std::sync::MutexGuard<'_, std::collections::HashSet<(u64, u32)>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Where [`BlobStore::read_with`] left a record's stored value.

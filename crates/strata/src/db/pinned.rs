@@ -1,9 +1,10 @@
 //! [`PinnedSlice`]: a value `Db::get_pinned` returns without copying it: a view into the
-//! memtable's entry or the table block that holds it, which it keeps alive.
+//! table block or the blob file's map that holds it, which it keeps alive.
 
-/// A value read by [`Db::get_pinned`](crate::Db::get_pinned): a view into the table block that holds it (which
-/// it keeps alive), or a copy when the value came from the memtable. Dereferences to
-/// `[u8]`.
+/// A value read by [`Db::get_pinned`](crate::Db::get_pinned): a view into the table block
+/// or the mapped blob file that holds it (which it keeps alive), or a copy when the value
+/// came from the memtable, a blob file read without a map or a compressed blob value.
+/// Dereferences to `[u8]`.
 #[derive(Debug, Clone)]
 pub struct PinnedSlice(Pinned);
 
@@ -11,6 +12,7 @@ pub struct PinnedSlice(Pinned);
 enum Pinned {
     Owned(Vec<u8>),
     Block(crate::sstable::BlockSlice),
+    Blob(crate::blob::BlobView),
 }
 
 impl PinnedSlice {
@@ -22,12 +24,17 @@ impl PinnedSlice {
         PinnedSlice(Pinned::Block(b))
     }
 
-    /// The value as an owned vector: moved out when the view already owns a copy (a
-    /// value from the memtable or a blob file), copied out of its block otherwise.
+    pub(super) fn blob(b: crate::blob::BlobView) -> Self {
+        PinnedSlice(Pinned::Blob(b))
+    }
+
+    /// The value as an owned vector: moved out when the view already owns a copy,
+    /// copied out of its block or map otherwise.
     pub fn into_vec(self) -> Vec<u8> {
         match self.0 {
             Pinned::Owned(v) => v,
             Pinned::Block(b) => b.to_vec(),
+            Pinned::Blob(b) => b.to_vec(),
         }
     }
 
@@ -44,6 +51,7 @@ impl std::ops::Deref for PinnedSlice {
         match &self.0 {
             Pinned::Owned(v) => v,
             Pinned::Block(b) => b,
+            Pinned::Blob(b) => b,
         }
     }
 }

@@ -34,13 +34,16 @@ impl Db {
             key.as_ref(),
             options,
             |v| v,
+            |blobs, key, r| blobs.read(key, r),
             |tables, f, ikey, reads| tables.get_version(f.number, f.size, ikey, reads),
         )
     }
 
     /// The value of `key` as a view into the block that holds it, without copying it out
     /// (the `rocksdb` crate's `get_pinned`): the view keeps its block alive, whatever the
-    /// cache or the database do meanwhile. A value still in the memtable comes as a copy.
+    /// cache or the database do meanwhile. A separated value stored raw in a complete blob
+    /// file is a view into the file's map. A value still in the memtable, a compressed
+    /// blob value or one read without a map comes as a copy.
     pub fn get_pinned(&self, key: impl AsRef<[u8]>) -> Result<Option<PinnedSlice>> {
         self.get_pinned_opt(key, &ReadOptions::default())
     }
@@ -55,6 +58,12 @@ impl Db {
             key.as_ref(),
             options,
             PinnedSlice::owned,
+            |blobs, key, r| {
+                Ok(match blobs.read_pinned(key, r)? {
+                    Ok(view) => PinnedSlice::blob(view),
+                    Err(copy) => PinnedSlice::owned(copy),
+                })
+            },
             |tables, f, ikey, reads| {
                 Ok(tables
                     .get_version_pinned(f.number, f.size, ikey, reads)?
@@ -70,6 +79,7 @@ impl Db {
         key: &[u8],
         options: &ReadOptions,
         from_memtable: impl Fn(Vec<u8>) -> V,
+        from_blob: impl Fn(&crate::blob::BlobStore, &[u8], &[u8]) -> Result<V>,
         from_table: impl Fn(
             &crate::table_cache::TableCache,
             &crate::version::FileMeta,
@@ -93,7 +103,7 @@ impl Db {
             match m.get(key, seqnum) {
                 Some(Lookup::Value(v)) => return Ok(Some(from_memtable(v))),
                 Some(Lookup::Blob(r)) => {
-                    return Ok(Some(from_memtable(inner.blobs.read(key, &r)?)));
+                    return Ok(Some(from_blob(&inner.blobs, key, &r)?));
                 }
                 Some(Lookup::Deleted) => return Ok(None),
                 None => {}
@@ -109,7 +119,7 @@ impl Db {
         }
         Ok(match result {
             GetResult::Value(v) => Some(v),
-            GetResult::Blob(r) => Some(from_memtable(inner.blobs.read(key, r.as_ref())?)),
+            GetResult::Blob(r) => Some(from_blob(&inner.blobs, key, r.as_ref())?),
             GetResult::Deleted | GetResult::Absent => None,
         })
     }
