@@ -191,6 +191,16 @@ impl BlobStore {
         user_key: &[u8],
         encoded_ref: &[u8],
     ) -> Result<std::result::Result<BlobView, Vec<u8>>> {
+        match self.view(user_key, encoded_ref)? {
+            Some(view) => Ok(Ok(view)),
+            None => self.read(user_key, encoded_ref).map(Err),
+        }
+    }
+
+    /// A view of the value `encoded_ref` points to, checked against `user_key` (X2, X5),
+    /// when it is stored raw in a sealed, mapped file; `None` otherwise (read it then with
+    /// [`BlobStore::read`] or [`BlobStore::read_into`]).
+    pub fn view(&self, user_key: &[u8], encoded_ref: &[u8]) -> Result<Option<BlobView>> {
         let r = BlobRef::decode(encoded_ref)?;
         if r.raw_len.is_none() {
             let open = self.open(r.file).map_err(|e| {
@@ -206,17 +216,17 @@ impl BlobStore {
                     })?;
                     match stored {
                         Stored::Mapped(v) => v.as_ptr() as usize - bytes.as_ptr() as usize,
-                        Stored::InBuffer => return Ok(Err(none)),
+                        Stored::InBuffer => return Ok(None),
                     }
                 };
-                return Ok(Ok(BlobView {
+                return Ok(Some(BlobView {
                     map: Arc::clone(map),
                     start,
                     end: start + r.value_len as usize,
                 }));
             }
         }
-        self.read(user_key, encoded_ref).map(Err)
+        Ok(None)
     }
 
     /// [`BlobStore::read`] into `out`, for a caller that reads many values into one

@@ -41,6 +41,9 @@ pub struct DbIterator {
     /// (`blob_shown`); otherwise a buffer kept for the next such value.
     blob_value: Vec<u8>,
     blob_shown: bool,
+    /// The shown entry's value in place, when it lies raw in a mapped blob file (read
+    /// before `blob_value` and `saved_value`).
+    blob_view: Option<crate::blob::BlobView>,
     blobs: Arc<BlobStore>,
     err: Option<Error>,
     /// Keeps the tables the merge reads from being deleted (V3).
@@ -70,6 +73,7 @@ impl DbIterator {
             _mems: mems,
             blob_value: Vec::new(),
             blob_shown: false,
+            blob_view: None,
             blobs,
             inner,
             seqnum,
@@ -112,6 +116,7 @@ impl DbIterator {
     /// `skipping`, whose user key is after `saved_key`). Landing on one, `saved_key`
     /// becomes its user key (I3).
     fn find_next_user_entry(&mut self, mut skipping: bool) {
+        self.blob_view = None;
         while self.inner.valid() {
             // The key is read once per entry: each read walks the iterator tree.
             let Some(p) = ParsedInternalKey::parse(self.inner.key()) else {
@@ -136,11 +141,20 @@ impl DbIterator {
                             self.saved_key.extend_from_slice(p.user_key);
                             self.blob_shown = false;
                             if p.ty == ValueType::BlobRef {
-                                match self.blobs.read_into(
-                                    p.user_key,
-                                    self.inner.value(),
-                                    &mut self.blob_value,
-                                ) {
+                                let value = self.inner.value();
+                                let read = match self.blobs.view(p.user_key, value) {
+                                    Ok(Some(view)) => {
+                                        self.blob_view = Some(view);
+                                        Ok(())
+                                    }
+                                    Ok(None) => self.blobs.read_into(
+                                        p.user_key,
+                                        value,
+                                        &mut self.blob_value,
+                                    ),
+                                    Err(e) => Err(e),
+                                };
+                                match read {
                                     Ok(()) => self.blob_shown = true,
                                     Err(e) => {
                                         self.err = Some(e);
@@ -160,6 +174,7 @@ impl DbIterator {
     }
 
     fn find_prev_user_entry(&mut self) {
+        self.blob_view = None;
         let mut value_type = ValueType::Deletion;
         while self.inner.valid() {
             let Some(entry) = self.visible() else { return };
@@ -190,12 +205,19 @@ impl DbIterator {
             self.direction = Direction::Forward;
         } else if value_type == ValueType::BlobRef {
             // Only the newest visible version's ref is followed.
-            match self
-                .blobs
-                .read_into(&self.saved_key, &self.saved_value, &mut self.blob_value)
-            {
+            let read = match self.blobs.view(&self.saved_key, &self.saved_value) {
+                Ok(Some(view)) => {
+                    self.blob_view = Some(view);
+                    Ok(())
+                }
+                Ok(None) => self
+                    .blobs
+                    .read_into(&self.saved_key, &self.saved_value, &mut self.blob_value)
+                    .map(|()| std::mem::swap(&mut self.saved_value, &mut self.blob_value)),
+                Err(e) => Err(e),
+            };
+            match read {
                 Ok(()) => {
-                    std::mem::swap(&mut self.saved_value, &mut self.blob_value);
                     self.valid = true;
                 }
                 Err(e) => {
@@ -317,6 +339,9 @@ impl DbIterator {
     pub fn value(&self) -> &[u8] {
         if !self.valid() {
             return &[];
+        }
+        if let Some(view) = &self.blob_view {
+            return view;
         }
         match (self.direction, self.blob_shown) {
             (Direction::Forward, true) => &self.blob_value,
