@@ -61,10 +61,18 @@ impl ValueAccess {
 #[inline]
 pub fn touch(value: &[u8]) -> u64 {
     let mut sum = value.len() as u64;
-    for line in value.chunks(64) {
+    let mut lines = value.chunks_exact(64);
+    for line in &mut lines {
+        // A fixed-size load (a variable-length copy here would be a call to memmove).
         let mut word = [0u8; 8];
-        let n = line.len().min(8);
-        word[..n].copy_from_slice(&line[..n]);
+        word.copy_from_slice(&line[..8]);
+        sum = sum.rotate_left(5) ^ u64::from_le_bytes(word);
+    }
+    let tail = lines.remainder();
+    if !tail.is_empty() {
+        let mut word = [0u8; 8];
+        let n = tail.len().min(8);
+        word[..n].copy_from_slice(&tail[..n]);
         sum = sum.rotate_left(5) ^ u64::from_le_bytes(word);
     }
     sum
