@@ -29,6 +29,10 @@
 mod run_filter;
 mod skiplist;
 
+/// The skip list's publication orderings (S3), for the model that checks them.
+#[cfg(feature = "internals")]
+pub use skiplist::{OBSERVE, PUBLISH};
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

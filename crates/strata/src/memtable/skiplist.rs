@@ -27,7 +27,8 @@
 //! that argument hold for a whole search: a second read of a pointer already compared can
 //! return a node linked in since, which may sort before the target (a newer version of
 //! the same key), and a read at an older seqnum would return it. Miri runs this
-//! module's tests (`make miri`).
+//! module's tests (`make miri`); `tests/loom_models.rs` explores the publication's
+//! interleavings with [`PUBLISH`] and [`OBSERVE`], the orderings used here.
 
 #![allow(unsafe_code)]
 
@@ -50,6 +51,12 @@ const BLOCK_SIZE: usize = 32 << 10;
 const ALIGN: usize = std::mem::align_of::<AtomicPtr<Node>>();
 /// Bytes of the tag at the end of an internal key.
 const TAG_SIZE: usize = 8;
+
+/// How an inserter stores the forward pointer that links a fully written node in (S3).
+/// `tests/loom_models.rs` checks the publication protocol with these two orderings.
+pub const PUBLISH: Ordering = Ordering::Release;
+/// How a reader loads a forward pointer (S3).
+pub const OBSERVE: Ordering = Ordering::Acquire;
 
 /// A node's fixed part. In memory it is followed by `height` forward pointers, then the
 /// internal key (`key_len` bytes), then the value (`value_len` bytes).
@@ -345,7 +352,7 @@ impl SkipList {
         // S5: an entry equal to one already in the list (only damaged input can bring
         // one: a log replaying seqnums it already used) is dropped; the first stays.
         // SAFETY: `prev[0]` is the head or a published node (S1).
-        let at = unsafe { Node::next(prev[0], 0).load(Ordering::Acquire) };
+        let at = unsafe { Node::next(prev[0], 0).load(OBSERVE) };
         // SAFETY: a non-null forward pointer is a published node (S3).
         if !at.is_null() && target.node_cmp(order, unsafe { Node::key(at) }) == CmpOrdering::Equal {
             return;
@@ -372,7 +379,7 @@ impl SkipList {
                 let succ = Node::next(before, level).load(Ordering::Relaxed);
                 Node::next(node, level).store(succ, Ordering::Relaxed);
                 // S3: publish the fully written node.
-                Node::next(before, level).store(node, Ordering::Release);
+                Node::next(before, level).store(node, PUBLISH);
             }
         }
         w.last = node;
@@ -401,7 +408,7 @@ impl SkipList {
         loop {
             // SAFETY: `x` is the head or a published node with a tower above `level`
             // (it was reached at `level` or above).
-            let next = unsafe { Node::next(x, level).load(Ordering::Acquire) };
+            let next = unsafe { Node::next(x, level).load(OBSERVE) };
             if next.is_null() {
                 return (x, next);
             }
@@ -462,7 +469,7 @@ impl SkipList {
         for level in (0..self.max_height.load(Ordering::Relaxed)).rev() {
             loop {
                 // SAFETY: as in `walk`.
-                let next = unsafe { Node::next(x, level).load(Ordering::Acquire) };
+                let next = unsafe { Node::next(x, level).load(OBSERVE) };
                 if next.is_null() {
                     break;
                 }
@@ -589,7 +596,7 @@ impl Cursor {
     /// Moves to the first entry.
     pub fn seek_to_first(&mut self) {
         // SAFETY: the head has every level.
-        let first = unsafe { Node::next(self.list.head.as_ptr(), 0).load(Ordering::Acquire) };
+        let first = unsafe { Node::next(self.list.head.as_ptr(), 0).load(OBSERVE) };
         self.set(first);
     }
 
@@ -611,10 +618,10 @@ impl Cursor {
     pub fn next(&mut self) {
         if self.valid() {
             // SAFETY: `node` is a node of `list` (S4).
-            let next = unsafe { Node::next(self.node, 0).load(Ordering::Acquire) };
+            let next = unsafe { Node::next(self.node, 0).load(OBSERVE) };
             if !next.is_null() {
                 // SAFETY: a non-null forward pointer is a published node (S3).
-                let after = unsafe { Node::next(next, 0).load(Ordering::Acquire) };
+                let after = unsafe { Node::next(next, 0).load(OBSERVE) };
                 prefetch(after);
             }
             self.set(next);
