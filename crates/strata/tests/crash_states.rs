@@ -644,25 +644,41 @@ fn explore(seed: u64, ops_n: usize, per_point: usize, plant: Plant) -> Result<Ex
     Ok(out)
 }
 
-#[test]
-fn every_crash_state_recovers_a_prefix_with_every_synced_write() {
+/// Explores the first or the second half of the `STRATA_STATES_RUNS` workloads (two tests,
+/// so the halves run side by side).
+fn explore_half(half: u64) {
     let runs = env_u64("STRATA_STATES_RUNS", 6);
     let ops = env_u64("STRATA_STATES_OPS", 100) as usize;
     let per_point = env_u64("STRATA_STATES_PER_POINT", 12) as usize;
     let seed = env_u64("STRATA_STATES_SEED", 0xa11ce);
+    let (from, to) = if half == 0 {
+        (0, runs / 2)
+    } else {
+        (runs / 2, runs)
+    };
     let mut total = Explored::default();
-    for run in 0..runs {
+    for run in from..to {
         let e = explore(seed + run, ops, per_point, Plant::None).unwrap_or_else(|e| panic!("{e}"));
         total.points += e.points;
         total.states += e.states;
         total.in_flight_kept += e.in_flight_kept;
     }
     println!(
-        "{runs} workloads of {ops} operations (seed {seed}): {} crash points, {} crash states \
-         recovered, {} kept an operation in flight",
+        "workloads {from}..{to} of {ops} operations (seed {seed}): {} crash points, {} crash \
+         states recovered, {} kept an operation in flight",
         total.points, total.states, total.in_flight_kept
     );
     assert!(total.states > 100, "{total:?}");
+}
+
+#[test]
+fn every_crash_state_recovers_a_prefix_with_every_synced_write() {
+    explore_half(0);
+}
+
+#[test]
+fn every_crash_state_of_more_workloads_recovers_a_prefix_with_every_synced_write() {
+    explore_half(1);
 }
 
 /// The explorer finds a planted bug within a few workloads.
