@@ -450,6 +450,42 @@ fn check_tells_garbage_from_damage() {
 }
 
 #[test]
+fn checkpoint_copies_a_database_with_value_separation() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("db");
+    let options = Options {
+        create_if_missing: true,
+        write_buffer_size: 32 << 10,
+        blob_threshold: 64,
+        ..Options::default()
+    };
+    let value = |i: usize| format!("{i}-{}", "v".repeat(100));
+    {
+        let source = Db::open(&db, options).unwrap();
+        for i in 0..1000 {
+            source.put(format!("key{i:05}"), value(i)).unwrap();
+        }
+    }
+    let dest = dir.path().join("cp");
+    let o = strata(&["checkpoint", s(&db), s(&dest)]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        !files_ending(&dest, ".blob").is_empty(),
+        "the blob files came along"
+    );
+    assert!(strata(&["check", s(&dest)]).status.success());
+    let copy = Db::open(&dest, Options::default()).unwrap();
+    let all: Vec<_> = copy.range::<&[u8]>(..).map(|kv| kv.unwrap()).collect();
+    assert_eq!(all.len(), 1000);
+    for (i, (k, v)) in all.iter().enumerate() {
+        assert_eq!(
+            (k.as_slice(), v.as_slice()),
+            (format!("key{i:05}").as_bytes(), value(i).as_bytes())
+        );
+    }
+}
+
+#[test]
 fn checkpoint_copies_the_database_at_one_moment() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("db");

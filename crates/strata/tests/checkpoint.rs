@@ -1,6 +1,8 @@
 //! `Db::checkpoint`: taken while four threads write, each checkpoint is exactly the
 //! database at the sequence number it reports; a power cut at any step leaves the source
-//! as it was and the destination complete or absent.
+//! as it was and the destination complete or absent. Each with values inline and with
+//! value separation (most values in blob files, some still in the memtables' WAL blob
+//! files when the checkpoint is taken).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -19,12 +21,25 @@ fn key(t: usize, i: usize) -> String {
     format!("t{t}-{i:07}")
 }
 
+/// Values of 8 bytes and more go to blob files ("value-10" on; "value-9" stays inline).
+const BLOB_THRESHOLD: usize = 8;
+
 #[test]
 fn checkpoints_taken_while_four_threads_write_are_each_one_moment() {
+    checkpoints_while_writing(0);
+}
+
+#[test]
+fn checkpoints_with_value_separation_taken_while_four_threads_write_are_each_one_moment() {
+    checkpoints_while_writing(BLOB_THRESHOLD);
+}
+
+fn checkpoints_while_writing(blob_threshold: usize) {
     let dir = tempfile::tempdir().unwrap();
     let options = Options {
         create_if_missing: true,
         write_buffer_size: 64 << 10, // flushes and compactions during the run
+        blob_threshold,
         ..Options::default()
     };
     let db = Arc::new(Db::open(dir.path().join("db"), options).unwrap());
@@ -59,6 +74,19 @@ fn checkpoints_taken_while_four_threads_write_are_each_one_moment() {
     for (dest, seq) in &taken {
         // Each batch is two entries, two sequence numbers: count writes as entries.
         check_consistent_batches(dest, *seq);
+        if blob_threshold > 0 {
+            let blobs = std::fs::read_dir(dest)
+                .unwrap()
+                .filter(|e| {
+                    e.as_ref()
+                        .unwrap()
+                        .path()
+                        .extension()
+                        .is_some_and(|x| x == "blob")
+                })
+                .count();
+            assert!(blobs > 0 || *seq < 100, "{}: no blob file", dest.display());
+        }
     }
     assert!(taken.windows(2).all(|w| w[0].1 <= w[1].1));
     // A second checkpoint into an existing directory is refused.
@@ -102,18 +130,23 @@ fn check_consistent_batches(dest: &Path, seq: u64) {
 
 /// A source database in a crash-simulating filesystem: 3,000 keys written synced, some
 /// in tables, some only in the log.
-fn crash_source() -> (CrashEnv, BTreeMap<Vec<u8>, Vec<u8>>) {
+fn crash_source(blob_threshold: usize) -> (CrashEnv, BTreeMap<Vec<u8>, Vec<u8>>) {
     let env = CrashEnv::new();
     let options = Options {
         create_if_missing: true,
         write_buffer_size: 32 << 10,
+        blob_threshold,
         env: Arc::new(env.clone()),
         ..Options::default()
     };
     let db = Db::open("/db", options).unwrap();
     let mut model = BTreeMap::new();
     for i in 0..3000 {
-        let (k, v) = (format!("k{i:05}"), format!("v{i}"));
+        // Every other value long enough to be separated, when separation is on.
+        let (k, v) = (
+            format!("k{i:05}"),
+            format!("v{i}{}", "-".repeat(i % 2 * 12)),
+        );
         db.put_opt(&k, &v, &strata::WriteOptions { sync: true })
             .unwrap();
         model.insert(k.into_bytes(), v.into_bytes());
@@ -124,7 +157,16 @@ fn crash_source() -> (CrashEnv, BTreeMap<Vec<u8>, Vec<u8>>) {
 
 #[test]
 fn a_power_cut_during_a_checkpoint_leaves_it_complete_or_refused() {
-    let (env, model) = crash_source();
+    power_cut_during_a_checkpoint(0);
+}
+
+#[test]
+fn a_power_cut_during_a_checkpoint_with_value_separation_leaves_it_complete_or_refused() {
+    power_cut_during_a_checkpoint(BLOB_THRESHOLD);
+}
+
+fn power_cut_during_a_checkpoint(blob_threshold: usize) {
+    let (env, model) = crash_source(blob_threshold);
     let open = |env: &CrashEnv, path: &str| {
         Db::open(
             path,

@@ -12,18 +12,22 @@
 //! over it, then the directory synced). So a crash in the middle leaves `DEST` complete,
 //! or without `CURRENT`, which an open refuses; the source is only read.
 //!
-//! Not yet: databases with value separation (blob files grow while their WAL is live, so
-//! they cannot be linked as they are); the call says so.
+//! With value separation, the version's blob files are linked too (a file the manifest
+//! names is complete and never written again), and the manifest names them with their
+//! counts, as the source's does. The memtables' refs point into the blob files of live
+//! WALs, which are still written: their values are read and written inline into the new
+//! table instead, so the checkpoint names no file it does not hold.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use super::state::DbInner;
 use super::table_file::build_table;
+use crate::blob::BlobStore;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::{BoxCursor, Cursor, MergingIter};
-use crate::key::ParsedInternalKey;
+use crate::key::{ParsedInternalKey, ValueType, make_internal_key};
 use crate::log::LogWriter;
 use crate::version::{Separation, VersionEdit};
 
@@ -34,11 +38,6 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
             "{}: a checkpoint goes into a directory that does not exist yet",
             dest.display()
         )));
-    }
-    if db.options.separates_values() {
-        return Err(Error::NotSupported(
-            "checkpoints of databases with value separation (blob_threshold > 0)".into(),
-        ));
     }
     // One moment: S, the version that holds every table up to it, and the memtables
     // that hold the rest.
@@ -53,11 +52,6 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
             st.versions.next_file_number,
         )
     };
-    if version.separation != Separation::Off || !version.blob_files.is_empty() {
-        return Err(Error::NotSupported(
-            "checkpoints of databases whose manifest names blob files".into(),
-        ));
-    }
     env.create_dir_all(dest)?;
     if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
         env.sync_dir(parent)?;
@@ -83,13 +77,29 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
             edit.new_files.push((level, f.to_meta_data()));
         }
     }
+    // The blob files the version names, with their counts (X3, X4).
+    if version.separation != Separation::Off {
+        edit.separation = Some(version.separation);
+    }
+    for (&number, f) in &version.blob_files {
+        env.link_file(
+            &filename::blob(&db.dir, number),
+            &filename::blob(dest, number),
+        )?;
+        edit.new_blob_files.push((number, f.refs, f.bytes));
+        if f.garbage_refs > 0 {
+            edit.blob_garbage
+                .push((number, f.garbage_refs, f.garbage_bytes));
+        }
+    }
     // The memtables' entries at or below S: the newest data, so a level-0 table numbered
     // above every other.
     let children: Vec<BoxCursor> = mems
         .iter()
         .map(|m| Box::new(m.iter()) as BoxCursor)
         .collect();
-    let mut merged = MergingIter::new(children, version.order.clone());
+    let merged = MergingIter::new(children, version.order.clone());
+    let mut merged = Inlined::new(Box::new(merged), &db.blobs);
     merged.seek_to_first();
     let mut at_or_below =
         |ikey: &[u8], _: &[u8]| ParsedInternalKey::parse(ikey).is_some_and(|p| p.seqnum <= seq);
@@ -114,4 +124,98 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
     // Last: until CURRENT names the manifest, an open refuses the directory.
     crate::version::set_current_file(env, dest, manifest)?;
     Ok(seq)
+}
+
+/// A cursor over entries whose blob refs are replaced by their values (as plain values of
+/// the same sequence number), read through `blobs`: what a checkpoint writes of the
+/// memtables, whose refs point into the blob files of live WALs.
+struct Inlined<'a> {
+    inner: BoxCursor,
+    blobs: &'a BlobStore,
+    /// The current entry rewritten, when it was a ref.
+    key: Vec<u8>,
+    value: Vec<u8>,
+    rewritten: bool,
+    err: Option<Error>,
+}
+
+impl<'a> Inlined<'a> {
+    fn new(inner: BoxCursor, blobs: &'a BlobStore) -> Self {
+        Inlined {
+            inner,
+            blobs,
+            key: Vec::new(),
+            value: Vec::new(),
+            rewritten: false,
+            err: None,
+        }
+    }
+
+    /// Reads the current entry's value if it is a ref.
+    fn resolve(&mut self) {
+        self.rewritten = false;
+        if !self.inner.valid() || self.err.is_some() {
+            return;
+        }
+        let Some(p) = ParsedInternalKey::parse(self.inner.key()) else {
+            return;
+        };
+        if p.ty != ValueType::BlobRef {
+            return;
+        }
+        match self.blobs.read(p.user_key, self.inner.value()) {
+            Ok(v) => {
+                self.key = make_internal_key(p.user_key, p.seqnum, ValueType::Value);
+                self.value = v;
+                self.rewritten = true;
+            }
+            Err(e) => self.err = Some(e),
+        }
+    }
+}
+
+impl Cursor for Inlined<'_> {
+    fn valid(&self) -> bool {
+        self.err.is_none() && self.inner.valid()
+    }
+    fn seek_to_first(&mut self) {
+        self.inner.seek_to_first();
+        self.resolve();
+    }
+    fn seek_to_last(&mut self) {
+        self.inner.seek_to_last();
+        self.resolve();
+    }
+    fn seek(&mut self, target: &[u8]) {
+        self.inner.seek(target);
+        self.resolve();
+    }
+    fn next(&mut self) {
+        self.inner.next();
+        self.resolve();
+    }
+    fn prev(&mut self) {
+        self.inner.prev();
+        self.resolve();
+    }
+    fn key(&self) -> &[u8] {
+        if self.rewritten {
+            &self.key
+        } else {
+            self.inner.key()
+        }
+    }
+    fn value(&self) -> &[u8] {
+        if self.rewritten {
+            &self.value
+        } else {
+            self.inner.value()
+        }
+    }
+    fn status(&self) -> Result<()> {
+        match &self.err {
+            Some(e) => Err(e.clone()),
+            None => self.inner.status(),
+        }
+    }
 }

@@ -169,8 +169,9 @@ impl Db {
     /// on writing (RocksDB's `Checkpoint`): its tables are hard links to this database's
     /// (copies across filesystems), and what the memtables hold up to that sequence number
     /// becomes one new table. `CURRENT` is written last, once everything else is synced,
-    /// so a crash leaves `dest` complete or without `CURRENT` (an open refuses it). Not yet for databases with value
-    /// separation (`Error::NotSupported`).
+    /// so a crash leaves `dest` complete or without `CURRENT` (an open refuses it). With
+    /// value separation the blob files the manifest names are linked too, and separated
+    /// values still in the memtables are written into the new table inline.
     ///
     /// ```
     /// # fn main() -> Result<(), strata::Error> {
