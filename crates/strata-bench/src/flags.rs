@@ -94,8 +94,8 @@ pub struct Flags {
     /// bytes (0: one run). Other engines ignore it.
     #[arg(long = "memtable_run_size", default_value_t = strata::memtable::MIN_RUN_BYTES)]
     pub memtable_run_size: usize,
-    /// The `strata-blob` engine: values of at least this many bytes go to blob files
-    /// (value separation). Other engines ignore it.
+    /// The `strata-blob` and `rocksdb-blob` engines: values of at least this many bytes go
+    /// to blob files (value separation). Other engines ignore it.
     #[arg(long = "blob_threshold", default_value_t = 512)]
     pub blob_threshold: usize,
     /// The `strata-blob` engine: a compaction moves values out of blob files with at least
@@ -104,7 +104,8 @@ pub struct Flags {
     pub blob_gc_ratio: f64,
     /// The `strata-blob` engine: store blob values Snappy-compressed when that saves an
     /// eighth or more (`Options::blob_compression`; on by default for this engine, whose
-    /// column shows Strata's large-value mode as recommended).
+    /// column shows Strata's large-value mode as recommended); `rocksdb-blob`: its
+    /// `blob_compression_type` Snappy.
     #[arg(long = "blob_compression", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub blob_compression: bool,
     /// Block compression (Snappy).

@@ -40,6 +40,8 @@ const PEERS: &[&str] = &[
     "leveldb",
     #[cfg(not(feature = "rocksdb"))]
     "rocksdb",
+    #[cfg(not(feature = "rocksdb"))]
+    "rocksdb-blob",
     #[cfg(not(feature = "sqlite"))]
     "sqlite3",
     #[cfg(not(feature = "sqlite"))]

@@ -29,7 +29,10 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
     #[cfg(feature = "fjall")]
     v.push(&fjall::FjallKind);
     #[cfg(feature = "rocksdb")]
-    v.push(&rocksdb::RocksDbKind);
+    {
+        v.push(&rocksdb::RocksDbKind { blob: false });
+        v.push(&rocksdb::RocksDbKind { blob: true });
+    }
     #[cfg(feature = "lmdb")]
     v.push(&lmdb::LmdbKind);
     #[cfg(feature = "kyoto")]
