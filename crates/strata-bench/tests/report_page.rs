@@ -68,7 +68,8 @@ fn the_page_names_every_engine_and_workload_and_renders() {
     engines.dedup();
     assert!(engines.contains(&"strata".to_string()), "{stdout}");
     // Strata plain and with value separation (strata-blob), every peer this build has
-    // (nine with the default features), and the null engine, the harness's own cost.
+    // (ten with the peers feature: rocksdb and rocksdb-blob among them), and the null
+    // engine, the harness's own cost.
     #[cfg(all(
         feature = "leveldb",
         feature = "rocksdb",
@@ -78,7 +79,7 @@ fn the_page_names_every_engine_and_workload_and_renders() {
         feature = "lmdb",
         feature = "fjall"
     ))]
-    assert_eq!(engines.len(), 12, "{engines:?}");
+    assert_eq!(engines.len(), 13, "{engines:?}");
     assert!(engines.contains(&"strata-blob".to_string()), "{engines:?}");
     assert!(engines.contains(&"null".to_string()), "{engines:?}");
 
