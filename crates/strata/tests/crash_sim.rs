@@ -23,78 +23,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
+use common::ops::{Model, Op, check_prefix};
 use common::{Rng, env_u64};
 use strata::testing::{CrashEnv, Damage};
-use strata::{Db, Options, WriteBatch, WriteOptions};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-#[derive(Debug, Clone)]
-enum Op {
-    Put(Vec<u8>, Vec<u8>, bool),
-    Delete(Vec<u8>, bool),
-    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>, bool),
-    /// `delete_range(start, end)`.
-    DeleteRange(Vec<u8>, Vec<u8>, bool),
-    /// `flush_wal(sync)`: with `true`, every write before it is durable once it returns.
-    FlushWal(bool),
-    Compact,
-}
-
-impl Op {
-    fn sync(&self) -> bool {
-        match self {
-            Op::Put(_, _, s)
-            | Op::Delete(_, s)
-            | Op::Batch(_, s)
-            | Op::DeleteRange(_, _, s)
-            | Op::FlushWal(s) => *s,
-            Op::Compact => false,
-        }
-    }
-
-    fn apply_to(&self, m: &mut Model) {
-        match self {
-            Op::Put(k, v, _) => {
-                m.insert(k.clone(), v.clone());
-            }
-            Op::Delete(k, _) => {
-                m.remove(k);
-            }
-            Op::Batch(ops, _) => {
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => m.insert(k.clone(), v.clone()),
-                        None => m.remove(k),
-                    };
-                }
-            }
-            Op::DeleteRange(start, end, _) => m.retain(|k, _| !(start <= k && k < end)),
-            Op::FlushWal(_) | Op::Compact => {}
-        }
-    }
-
-    fn run(&self, db: &Db) -> strata::Result<()> {
-        let wo = |sync| WriteOptions { sync };
-        match self {
-            Op::Put(k, v, s) => db.put_opt(k, v, &wo(*s)),
-            Op::Delete(k, s) => db.delete_opt(k, &wo(*s)),
-            Op::Batch(ops, s) => {
-                let mut b = WriteBatch::new();
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => b.put(k, v),
-                        None => b.delete(k),
-                    }
-                }
-                db.write_opt(b, &wo(*s))
-            }
-            Op::DeleteRange(start, end, s) => db.delete_range_opt(start, end, &wo(*s)),
-            Op::FlushWal(s) => db.flush_wal(*s),
-            Op::Compact => db.compact_range(None, None),
-        }
-    }
-}
+use strata::{Db, Options};
 
 fn options(env: &CrashEnv, rng: &mut Rng) -> Options {
     Options {
@@ -152,21 +84,6 @@ fn contents(db: &Db) -> Model {
     db.range::<&[u8]>(..)
         .map(|r| r.expect("a read after recovery failed"))
         .collect()
-}
-
-/// Checks `got` is the state after a prefix of `ops` (from `base`) of length in
-/// `lo..=hi`; returns the prefix length.
-fn check_prefix(base: &Model, ops: &[Op], lo: usize, hi: usize, got: &Model) -> Option<usize> {
-    let mut m = base.clone();
-    for p in 0..=hi.min(ops.len()) {
-        if p >= lo && m == *got {
-            return Some(p);
-        }
-        if p < ops.len() {
-            ops[p].apply_to(&mut m);
-        }
-    }
-    None
 }
 
 fn describe(base: &Model, ops: &[Op], got: &Model, lo: usize) -> String {

@@ -31,11 +31,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use common::ops::{Model, Op, check_prefix};
 use common::{Rng, env_u64};
 use strata::env::{Env, FileLock, MemEnv, RandomAccessFile, SequentialFile, WritableFile};
-use strata::{Db, Options, WriteBatch, WriteOptions};
-
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+use strata::{Db, Options};
 
 /// Sector size: a write is torn at these boundaries of its file.
 const SECTOR: u64 = 512;
@@ -459,62 +458,6 @@ fn choices(p: &Point, rng: &mut Rng, budget: usize) -> Vec<(Vec<Fate>, usize)> {
     out
 }
 
-#[derive(Debug, Clone)]
-enum Op {
-    Put(Vec<u8>, Vec<u8>, bool),
-    Delete(Vec<u8>, bool),
-    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>, bool),
-    Compact,
-}
-
-impl Op {
-    fn sync(&self) -> bool {
-        match self {
-            Op::Put(_, _, s) | Op::Delete(_, s) | Op::Batch(_, s) => *s,
-            Op::Compact => false,
-        }
-    }
-
-    fn apply_to(&self, m: &mut Model) {
-        match self {
-            Op::Put(k, v, _) => {
-                m.insert(k.clone(), v.clone());
-            }
-            Op::Delete(k, _) => {
-                m.remove(k);
-            }
-            Op::Batch(ops, _) => {
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => m.insert(k.clone(), v.clone()),
-                        None => m.remove(k),
-                    };
-                }
-            }
-            Op::Compact => {}
-        }
-    }
-
-    fn run(&self, db: &Db) -> strata::Result<()> {
-        let wo = |sync| WriteOptions { sync };
-        match self {
-            Op::Put(k, v, s) => db.put_opt(k, v, &wo(*s)),
-            Op::Delete(k, s) => db.delete_opt(k, &wo(*s)),
-            Op::Batch(ops, s) => {
-                let mut b = WriteBatch::new();
-                for (k, v) in ops {
-                    match v {
-                        Some(v) => b.put(k, v),
-                        None => b.delete(k),
-                    }
-                }
-                db.write_opt(b, &wo(*s))
-            }
-            Op::Compact => db.compact_range(None, None),
-        }
-    }
-}
-
 fn random_op(rng: &mut Rng) -> Op {
     let key = |rng: &mut Rng| format!("k{:03}", rng.below(80)).into_bytes();
     let value = |rng: &mut Rng| {
@@ -522,7 +465,7 @@ fn random_op(rng: &mut Rng) -> Op {
         rng.compressible(n)
     };
     let sync = rng.below(3) == 0;
-    match rng.below(20) {
+    match rng.below(22) {
         0..=11 => Op::Put(key(rng), value(rng), sync),
         12..=14 => Op::Delete(key(rng), sync),
         15..=18 => {
@@ -532,6 +475,12 @@ fn random_op(rng: &mut Rng) -> Op {
                 .collect();
             Op::Batch(ops, sync)
         }
+        19 => {
+            let start = rng.below(80);
+            let k = |i: u64| format!("k{i:03}").into_bytes();
+            Op::DeleteRange(k(start), k(start + rng.below(10)), sync)
+        }
+        20 => Op::FlushWal(rng.below(2) == 0),
         _ => Op::Compact,
     }
 }
@@ -616,18 +565,7 @@ fn explore(seed: u64, ops_n: usize, per_point: usize, plant: Plant) -> Result<Ex
                 let (key, value) = r.map_err(|e| format!("{}: a read failed: {e}", ctx()))?;
                 got.insert(key, value);
             }
-            let mut m = Model::new();
-            let mut found = None;
-            for n in 0..=hi {
-                if n >= lo && m == got {
-                    found = Some(n);
-                    break;
-                }
-                if n < ops.len() {
-                    ops[n].apply_to(&mut m);
-                }
-            }
-            match found {
+            match check_prefix(&Model::new(), &ops, lo, hi, &got) {
                 Some(n) if n > p.acked => out.in_flight_kept += 1,
                 Some(_) => {}
                 None => {
