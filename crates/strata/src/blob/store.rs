@@ -202,31 +202,27 @@ impl BlobStore {
     /// [`BlobStore::read`] or [`BlobStore::read_into`]).
     pub fn view(&self, user_key: &[u8], encoded_ref: &[u8]) -> Result<Option<BlobView>> {
         let r = BlobRef::decode(encoded_ref)?;
-        if r.raw_len.is_none() {
-            let open = self.open(r.file).map_err(|e| {
-                e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0)
-            })?;
-            if let Some(map) = &open.map
-                && let Some(bytes) = map.mapped()
-            {
-                let start = {
-                    let mut none = Vec::new();
-                    let stored = self.read_ref(user_key, &r, &open, &mut none).map_err(|e| {
-                        e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0)
-                    })?;
-                    match stored {
-                        Stored::Mapped(v) => v.as_ptr() as usize - bytes.as_ptr() as usize,
-                        Stored::InBuffer => return Ok(None),
-                    }
-                };
-                return Ok(Some(BlobView {
-                    map: Arc::clone(map),
-                    start,
-                    end: start + r.value_len as usize,
-                }));
-            }
+        if r.raw_len.is_some() {
+            return Ok(None); // compressed: decompressed into a buffer
         }
-        Ok(None)
+        let open = self.open(r.file).map_err(self.located(r.file))?;
+        let Some(map) = open.map.as_ref().filter(|m| m.mapped().is_some()) else {
+            return Ok(None);
+        };
+        // Checks the record where it lies (X2, X5); the value is the record's tail.
+        self.read_ref(user_key, &r, &open, &mut Vec::new())
+            .map_err(self.located(r.file))?;
+        let end = r.offset as usize + r.record_len as usize;
+        Ok(Some(BlobView {
+            map: Arc::clone(map),
+            start: end - r.value_len as usize,
+            end,
+        }))
+    }
+
+    /// Names blob file `number` in an error.
+    fn located(&self, number: u64) -> impl Fn(Error) -> Error + '_ {
+        move |e| e.located(&filename::blob(&self.dir, number).display().to_string(), 0)
     }
 
     /// [`BlobStore::read`] into `out`, for a caller that reads many values into one
@@ -278,7 +274,7 @@ impl BlobStore {
                 let stored = self.read_ref(user_key, r, &open, buf)?;
                 finish(r, stored, buf)
             })
-            .map_err(|e| e.located(&filename::blob(&self.dir, r.file).display().to_string(), 0))
+            .map_err(self.located(r.file))
     }
 
     /// [`BlobStore::read_with`]'s read and checks.
