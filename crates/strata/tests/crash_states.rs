@@ -292,11 +292,11 @@ fn point(recs: &[Rec], k: usize) -> Point {
     let mut names: BTreeMap<PathBuf, usize> = BTreeMap::new();
     for r in &recs[..k] {
         match r {
-            Rec::Create { path, ino } => {
+            Rec::Create { ino, .. } => {
                 if p.durable.len() <= *ino {
                     p.durable.resize(ino + 1, Vec::new());
                 }
-                names.insert(path.clone(), *ino);
+                apply_dir_op(&mut names, r);
                 p.dir_ops.push(r.clone());
             }
             Rec::Append { ino, offset, data } => p.pending.push((*ino, *offset, data.clone())),
@@ -312,20 +312,33 @@ fn point(recs: &[Rec], k: usize) -> Point {
                 p.durable_names = names.clone();
                 p.dir_ops.clear();
             }
-            Rec::Rename { from, to } => {
-                if let Some(ino) = names.remove(from) {
-                    names.insert(to.clone(), ino);
-                }
-                p.dir_ops.push(r.clone());
-            }
-            Rec::Remove { path } => {
-                names.remove(path);
+            Rec::Rename { .. } | Rec::Remove { .. } => {
+                apply_dir_op(&mut names, r);
                 p.dir_ops.push(r.clone());
             }
             Rec::Ack { op } => p.acked = p.acked.max(op + 1),
         }
     }
     p
+}
+
+/// What a creation, rename or deletion does to the directory's names (nothing, for any
+/// other record).
+fn apply_dir_op(names: &mut BTreeMap<PathBuf, usize>, op: &Rec) {
+    match op {
+        Rec::Create { path, ino } => {
+            names.insert(path.clone(), *ino);
+        }
+        Rec::Rename { from, to } => {
+            if let Some(ino) = names.remove(from) {
+                names.insert(to.clone(), ino);
+            }
+        }
+        Rec::Remove { path } => {
+            names.remove(path);
+        }
+        _ => {}
+    }
 }
 
 fn write_at(file: &mut Vec<u8>, offset: u64, data: &[u8]) {
@@ -363,20 +376,7 @@ fn build(p: &Point, fates: &[Fate], dir_kept: usize) -> MemEnv {
     }
     let mut names = p.durable_names.clone();
     for op in &p.dir_ops[..dir_kept] {
-        match op {
-            Rec::Create { path, ino } => {
-                names.insert(path.clone(), *ino);
-            }
-            Rec::Rename { from, to } => {
-                if let Some(ino) = names.remove(from) {
-                    names.insert(to.clone(), ino);
-                }
-            }
-            Rec::Remove { path } => {
-                names.remove(path);
-            }
-            _ => {}
-        }
+        apply_dir_op(&mut names, op);
     }
     let env = MemEnv::new();
     env.create_dir_all(Path::new("/db")).unwrap();

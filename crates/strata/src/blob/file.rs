@@ -224,6 +224,17 @@ impl BlobWriter {
 /// Checks a whole record read for `r` and returns its key and value (X2). Errors carry
 /// the record's offset and no file name (the caller adds it, `Error::located`).
 pub fn decode_record<'a>(r: &BlobRef, record: &'a [u8]) -> Result<(&'a [u8], &'a [u8])> {
+    decode_record_checking(r, record, true)
+}
+
+/// [`decode_record`], with the CRC pass skipped when `check_crc` is false: for a record
+/// whose CRC passed at an earlier read of the same bytes (`store.rs`, X5). Every length
+/// and the key are checked either way.
+pub fn decode_record_checking<'a>(
+    r: &BlobRef,
+    record: &'a [u8],
+    check_crc: bool,
+) -> Result<(&'a [u8], &'a [u8])> {
     if record.len() != r.record_len as usize {
         return Err(Error::corruption(
             "",
@@ -238,21 +249,7 @@ pub fn decode_record<'a>(r: &BlobRef, record: &'a [u8]) -> Result<(&'a [u8], &'a
     // The head ends where the value, of the length the ref gives, begins.
     let head_len = record.len().saturating_sub(r.value_len as usize);
     let (head, value) = record.split_at(head_len);
-    Ok((decode_split(r, head, value)?, value))
-}
-
-/// [`decode_record`] without the CRC pass, for a record whose CRC was checked at an earlier
-/// read of the same bytes (`store.rs`, X5); every length and the key are still checked.
-pub fn decode_record_checked_before<'a>(
-    r: &BlobRef,
-    record: &'a [u8],
-) -> Result<(&'a [u8], &'a [u8])> {
-    if record.len() != r.record_len as usize {
-        return decode_record(r, record);
-    }
-    let head_len = record.len().saturating_sub(r.value_len as usize);
-    let (head, value) = record.split_at(head_len);
-    Ok((decode_split_with(r, head, value, false)?, value))
+    Ok((decode_split_with(r, head, value, check_crc)?, value))
 }
 
 /// [`decode_record`] for a record read in two parts: `head` (crc, lengths and key) and

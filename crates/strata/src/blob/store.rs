@@ -28,7 +28,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use super::file::decode_record_checked_before;
+use super::file::decode_record_checking;
 use super::{BlobRef, decode_record, decode_split, record_header_len};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::{Error, Result};
@@ -200,7 +200,7 @@ impl BlobStore {
     /// A view of the value `encoded_ref` points to, checked against `user_key` (X2, X5),
     /// when it is stored raw in a sealed, mapped file; `None` otherwise (read it then with
     /// [`BlobStore::read`] or [`BlobStore::read_into`]).
-    pub fn view(&self, user_key: &[u8], encoded_ref: &[u8]) -> Result<Option<BlobView>> {
+    fn view(&self, user_key: &[u8], encoded_ref: &[u8]) -> Result<Option<BlobView>> {
         let r = BlobRef::decode(encoded_ref)?;
         if r.raw_len.is_some() {
             return Ok(None); // compressed: decompressed into a buffer
@@ -218,6 +218,20 @@ impl BlobStore {
             start: end - r.value_len as usize,
             end,
         }))
+    }
+
+    /// [`BlobStore::view`] where it gives one, else the value read into `out` as
+    /// [`BlobStore::read_into`] reads it (`None`).
+    pub fn view_or_read_into(
+        &self,
+        user_key: &[u8],
+        encoded_ref: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<Option<BlobView>> {
+        match self.view(user_key, encoded_ref)? {
+            Some(view) => Ok(Some(view)),
+            None => self.read_into(user_key, encoded_ref, out).map(|()| None),
+        }
     }
 
     /// Names blob file `number` in an error.
@@ -301,11 +315,7 @@ impl BlobStore {
             let once = r.value_len >= CHECK_ONCE_MIN;
             let mark = (r.offset, r.record_len);
             let checked = once && lock_checked(&open.checked).contains(&mark);
-            let (key, value) = if checked {
-                decode_record_checked_before(r, record)?
-            } else {
-                decode_record(r, record)?
-            };
+            let (key, value) = decode_record_checking(r, record, !checked)?;
             check_key(r, key, user_key)?;
             if once && !checked {
                 lock_checked(&open.checked).insert(mark);

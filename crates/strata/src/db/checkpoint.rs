@@ -27,9 +27,9 @@ use crate::blob::BlobStore;
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::iter::{BoxCursor, Cursor, MergingIter};
-use crate::key::{ParsedInternalKey, ValueType, make_internal_key};
+use crate::key::{ParsedInternalKey, ValueType, append_internal_key};
 use crate::log::LogWriter;
-use crate::version::{Separation, VersionEdit};
+use crate::version::VersionEdit;
 
 pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
     let env = db.env.as_ref();
@@ -78,20 +78,13 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
         }
     }
     // The blob files the version names, with their counts (X3, X4).
-    if version.separation != Separation::Off {
-        edit.separation = Some(version.separation);
-    }
-    for (&number, f) in &version.blob_files {
+    for &number in version.blob_files.keys() {
         env.link_file(
             &filename::blob(&db.dir, number),
             &filename::blob(dest, number),
         )?;
-        edit.new_blob_files.push((number, f.refs, f.bytes));
-        if f.garbage_refs > 0 {
-            edit.blob_garbage
-                .push((number, f.garbage_refs, f.garbage_bytes));
-        }
     }
+    version.describe_blob_files(&mut edit);
     // The memtables' entries at or below S: the newest data, so a level-0 table numbered
     // above every other.
     let children: Vec<BoxCursor> = mems
@@ -163,10 +156,13 @@ impl<'a> Inlined<'a> {
         if p.ty != ValueType::BlobRef {
             return;
         }
-        match self.blobs.read(p.user_key, self.inner.value()) {
-            Ok(v) => {
-                self.key = make_internal_key(p.user_key, p.seqnum, ValueType::Value);
-                self.value = v;
+        match self
+            .blobs
+            .read_into(p.user_key, self.inner.value(), &mut self.value)
+        {
+            Ok(()) => {
+                self.key.clear();
+                append_internal_key(&mut self.key, p.user_key, p.seqnum, ValueType::Value);
                 self.rewritten = true;
             }
             Err(e) => self.err = Some(e),

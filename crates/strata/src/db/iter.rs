@@ -141,21 +141,15 @@ impl DbIterator {
                             self.saved_key.extend_from_slice(p.user_key);
                             self.blob_shown = false;
                             if p.ty == ValueType::BlobRef {
-                                let value = self.inner.value();
-                                let read = match self.blobs.view(p.user_key, value) {
-                                    Ok(Some(view)) => {
-                                        self.blob_view = Some(view);
-                                        Ok(())
+                                match self.blobs.view_or_read_into(
+                                    p.user_key,
+                                    self.inner.value(),
+                                    &mut self.blob_value,
+                                ) {
+                                    Ok(view) => {
+                                        self.blob_view = view;
+                                        self.blob_shown = true;
                                     }
-                                    Ok(None) => self.blobs.read_into(
-                                        p.user_key,
-                                        value,
-                                        &mut self.blob_value,
-                                    ),
-                                    Err(e) => Err(e),
-                                };
-                                match read {
-                                    Ok(()) => self.blob_shown = true,
                                     Err(e) => {
                                         self.err = Some(e);
                                         self.valid = false;
@@ -205,19 +199,16 @@ impl DbIterator {
             self.direction = Direction::Forward;
         } else if value_type == ValueType::BlobRef {
             // Only the newest visible version's ref is followed.
-            let read = match self.blobs.view(&self.saved_key, &self.saved_value) {
-                Ok(Some(view)) => {
-                    self.blob_view = Some(view);
-                    Ok(())
-                }
-                Ok(None) => self
-                    .blobs
-                    .read_into(&self.saved_key, &self.saved_value, &mut self.blob_value)
-                    .map(|()| std::mem::swap(&mut self.saved_value, &mut self.blob_value)),
-                Err(e) => Err(e),
-            };
-            match read {
-                Ok(()) => {
+            match self.blobs.view_or_read_into(
+                &self.saved_key,
+                &self.saved_value,
+                &mut self.blob_value,
+            ) {
+                Ok(view) => {
+                    if view.is_none() {
+                        std::mem::swap(&mut self.saved_value, &mut self.blob_value);
+                    }
+                    self.blob_view = view;
                     self.valid = true;
                 }
                 Err(e) => {

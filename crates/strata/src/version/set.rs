@@ -339,16 +339,7 @@ impl VersionSet {
                 edit.new_files.push((level, f.to_meta_data()));
             }
         }
-        if self.current.separation != Separation::Off {
-            edit.separation = Some(self.current.separation);
-        }
-        for (&number, f) in &self.current.blob_files {
-            edit.new_blob_files.push((number, f.refs, f.bytes));
-            if f.garbage_refs > 0 {
-                edit.blob_garbage
-                    .push((number, f.garbage_refs, f.garbage_bytes));
-            }
-        }
+        self.current.describe_blob_files(&mut edit);
         edit
     }
 

@@ -127,6 +127,22 @@ fn before_file(order: &InternalOrder, user_key: Option<&[u8]>, f: &FileMeta) -> 
 }
 
 impl Version {
+    /// Records in `edit` what this version says of value separation: the flag (unless
+    /// `Off`) and every blob file it names, with its refs and garbage. A manifest's first
+    /// record and a checkpoint's manifest both begin with it.
+    pub fn describe_blob_files(&self, edit: &mut super::VersionEdit) {
+        if self.separation != Separation::Off {
+            edit.separation = Some(self.separation);
+        }
+        for (&number, f) in &self.blob_files {
+            edit.new_blob_files.push((number, f.refs, f.bytes));
+            if f.garbage_refs > 0 {
+                edit.blob_garbage
+                    .push((number, f.garbage_refs, f.garbage_bytes));
+            }
+        }
+    }
+
     /// Computes the compaction score (LevelDB's rule: level 0 by table count, deeper
     /// levels by bytes against their target).
     pub fn finalize(&mut self) {
