@@ -11,9 +11,7 @@ SHELL := /bin/bash
 
 # `clippy -p strata --lib` lints the engine as users build it (no features; the
 # workspace's tools turn `internals` and `testing` on for everything else), and
-# `-p strata-bench --bin` the benchmark tool as a bare build gives it (no peers; the engine
-# with the features the workspace's lint already checked it with, so it is not checked
-# again). The
+# `-p strata-bench --bin` the benchmark tool as a bare build gives it (no peers). The
 # suites run with every peer built in (the report page test draws them all). The examples
 # (measuring tools run by hand) are checked by clippy, not linked for the tests.
 PEERS = --features strata-bench/peers
@@ -21,7 +19,7 @@ test: deps
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets $(PEERS) -- -D warnings
 	$(CARGO) clippy -p strata --lib -- -D warnings
-	$(CARGO) clippy -p strata-bench --bin strata-bench --features strata/testing -- -D warnings
+	$(CARGO) clippy -p strata-bench --bin strata-bench -- -D warnings
 	$(CARGO) test --workspace $(PEERS) --lib --bins --tests
 	$(CARGO) test --workspace $(PEERS) --doc
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c -p strata-openraft
