@@ -970,6 +970,7 @@ mod tests {
             level0_triggers: (8, 12),
             blob_threshold: 512,
             blob_gc_ratio: 0.25,
+            blob_file_size: None,
             blob_compression: true,
         };
         let mut runner = Runner::new(&flags, kind, dir.path().join("db"), settings);

@@ -96,6 +96,10 @@ pub struct Settings {
     pub blob_threshold: usize,
     /// The `strata-blob` engine's `blob_gc_ratio`.
     pub blob_gc_ratio: f64,
+    /// The `strata-blob` and `rocksdb-blob` engines' blob file size (`None`: each
+    /// engine's default).
+    #[serde(default)]
+    pub blob_file_size: Option<usize>,
     /// The `strata-blob` engine's `blob_compression`.
     pub blob_compression: bool,
 }
@@ -259,6 +263,9 @@ pub mod strata_engine {
                 level0_stop_writes_trigger: s.level0_triggers.1,
                 blob_threshold: if self.blob { s.blob_threshold } else { 0 },
                 blob_gc_ratio: s.blob_gc_ratio,
+                blob_file_size: s
+                    .blob_file_size
+                    .unwrap_or(Options::default().blob_file_size),
                 blob_compression: self.blob && s.blob_compression,
                 ..Options::default()
             };

@@ -102,6 +102,12 @@ pub struct Flags {
     /// this fraction of garbage (1.0: never).
     #[arg(long = "blob_gc_ratio", default_value_t = 0.25)]
     pub blob_gc_ratio: f64,
+    /// The `strata-blob` and `rocksdb-blob` engines: target size in bytes of a blob file
+    /// (db_bench's flag): Strata's `Options::blob_file_size` (the files a garbage
+    /// collection writes; a WAL's blob file is cut with its write buffer), RocksDB's
+    /// `blob_file_size`. Unset: each engine's own default.
+    #[arg(long = "blob_file_size")]
+    pub blob_file_size: Option<usize>,
     /// The `strata-blob` engine: store blob values Snappy-compressed when that saves an
     /// eighth or more (`Options::blob_compression`; on by default for this engine, whose
     /// column shows Strata's large-value mode as recommended); `rocksdb-blob`: its

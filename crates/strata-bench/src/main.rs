@@ -138,6 +138,7 @@ fn settings(f: &Flags) -> Settings {
         ),
         blob_threshold: f.blob_threshold,
         blob_gc_ratio: f.blob_gc_ratio,
+        blob_file_size: f.blob_file_size,
         blob_compression: f.blob_compression,
         compression: f.compression,
     }

@@ -276,6 +276,7 @@ pub(crate) fn sample_run(engine: &str, round: usize, results: &[(&str, f64)]) ->
             memtable_run_size: 0,
             blob_threshold: 0,
             blob_gc_ratio: 0.25,
+            blob_file_size: None,
             blob_compression: false,
         },
         values_touched: false,

@@ -31,6 +31,7 @@ unsafe extern "C" {
     fn rocksdb_options_set_compression(o: *mut Opaque, v: c_int);
     fn rocksdb_options_set_enable_blob_files(o: *mut Opaque, v: u8);
     fn rocksdb_options_set_min_blob_size(o: *mut Opaque, v: u64);
+    fn rocksdb_options_set_blob_file_size(o: *mut Opaque, v: u64);
     fn rocksdb_options_set_blob_compression_type(o: *mut Opaque, v: c_int);
     fn rocksdb_options_set_enable_blob_gc(o: *mut Opaque, v: u8);
     fn rocksdb_options_set_block_based_table_factory(o: *mut Opaque, t: *mut Opaque);
@@ -166,6 +167,9 @@ impl EngineKind for RocksDbKind {
             if self.blob {
                 rocksdb_options_set_enable_blob_files(options, 1);
                 rocksdb_options_set_min_blob_size(options, s.blob_threshold as u64);
+                if let Some(size) = s.blob_file_size {
+                    rocksdb_options_set_blob_file_size(options, size as u64);
+                }
                 rocksdb_options_set_blob_compression_type(
                     options,
                     if s.blob_compression { 1 } else { 0 },
