@@ -82,6 +82,11 @@ pub enum Error {
         .0.options
     )]
     ComparatorMismatch(Box<ComparatorNames>),
+    /// A transaction did not commit: a key or range it read was written after its
+    /// snapshot, or it stayed open so long that its reads can no longer be checked.
+    /// Nothing of it was written; run it again (`Db::transact` does).
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl Error {
@@ -121,6 +126,11 @@ impl Error {
         matches!(self, Error::Corruption(_))
     }
 
+    /// True for [`Error::Conflict`]: a transaction to run again.
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Conflict(_))
+    }
+
     /// The corruption details, if this is a corruption.
     pub fn as_corruption(&self) -> Option<&Corruption> {
         match self {
@@ -146,6 +156,7 @@ impl Clone for Error {
             Error::AlreadyExists(s) => Error::AlreadyExists(s.clone()),
             Error::Locked(s) => Error::Locked(s.clone()),
             Error::ComparatorMismatch(names) => Error::ComparatorMismatch(names.clone()),
+            Error::Conflict(s) => Error::Conflict(s.clone()),
         }
     }
 }

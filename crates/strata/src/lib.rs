@@ -125,7 +125,7 @@ pub use batch::{BatchOp, WriteBatch};
 pub use comparator::{BytewiseComparator, Comparator};
 pub use db::{
     Counters, Db, DbIterator, KeyValue, LiveFile, MAX_KEY_SIZE, MAX_VALUE_SIZE, PinnedSlice, Range,
-    VerifyReport,
+    Transaction, TransactionRange, VerifyReport,
 };
 pub use error::{ComparatorNames, Corruption, Error, Result};
 pub use filter::{BloomPolicy, FilterPolicy};

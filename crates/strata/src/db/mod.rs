@@ -22,10 +22,13 @@
 //!   read through; `iter.rs`, `level_iter.rs`: the cursors. `range_delete.rs`: expanding
 //!   a range delete (RD1).
 //! - `props.rs`: properties and statistics. `verify.rs`: `Db::verify`.
+//! - `transaction.rs`: transactions (`Db::transaction`, `Db::transact`,
+//!   `Db::compare_and_swap`); `conflicts.rs`: the recent writes their commits are checked
+//!   against (TX1-TX3), kept in `State`.
 //!
 //! Imports run one way: `info_log` < `failure` < `blob_sync`, `table_file`, `obsolete` <
-//! `flush` < `compaction_job` < `background` < `read` < `range_delete` < `write` <
-//! `manual`; `recover` uses `lock`, `replay` (which uses `replay_blobs`, `table_file`)
+//! `flush` < `compaction_job` < `background` < `read` < `range_delete` < `conflicts` <
+//! `write` < `transaction`, `manual`; `recover` uses `lock`, `replay` (which uses `replay_blobs`, `table_file`)
 //! and `obsolete`; `repair` uses `lock` and `table_file`. Each imports what it uses from
 //! the file that defines it, never through this one.
 //!
@@ -37,6 +40,7 @@ mod blob_gc;
 mod blob_sync;
 mod checkpoint;
 mod compaction_job;
+mod conflicts;
 mod failure;
 mod flush;
 mod info_log;
@@ -55,11 +59,13 @@ mod replay;
 mod replay_blobs;
 mod state;
 mod table_file;
+mod transaction;
 mod verify;
 mod write;
 
 pub use pinned::PinnedSlice;
 pub use props::{Counters, LiveFile};
+pub use transaction::{Transaction, TransactionRange};
 pub use verify::VerifyReport;
 
 use std::path::Path;

@@ -19,6 +19,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Instant;
 
+use super::conflicts::{Conflicts, ReadSet};
 use crate::batch::WriteBatch;
 use crate::blob::{BlobStore, BlobWriter};
 use crate::env::{Env, FileLock, WritableFile};
@@ -39,6 +40,8 @@ pub(super) struct Writer {
     pub(super) batch: Mutex<Option<WriteBatch>>,
     /// A request to switch memtables rather than a write.
     pub(super) is_switch: bool,
+    /// A transaction's commit: what it read, checked before its batch is written (TX2).
+    pub(super) check: Option<ReadSet>,
     pub(super) sync: bool,
     pub(super) outcome: Mutex<Option<Result<()>>>,
     /// Signalled when this writer has its outcome or has reached the front of the queue.
@@ -130,6 +133,8 @@ pub(super) struct State {
     pub(super) table_moves: u64,
     /// What recovery dropped or skipped when this database opened (`strata.recovery`).
     pub(super) recovery_notes: Vec<String>,
+    /// Recent writes, recorded while transactions are live (TX1).
+    pub(super) conflicts: Conflicts,
 }
 
 /// A blob writer that a synced write and a flush may both sync.
@@ -231,6 +236,7 @@ impl DbInner {
                 level_stats: [LevelStats::default(); NUM_LEVELS],
                 stall_micros: 0,
                 helper_shards: 0,
+                conflicts: Conflicts::default(),
                 slowdowns: 0,
                 stops: 0,
                 flushes: 0,

@@ -20,6 +20,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use super::blob_sync::{lock_blob, sync_blob};
+use super::conflicts::ReadSet;
 use super::state::{DbInner, State, Writer};
 use super::{background, failure, range_delete};
 use crate::batch::{BatchOp, WriteBatch};
@@ -53,6 +54,17 @@ fn wake(w: &Writer) {
 /// the memtable (and, with `sync`, durable): queue up, and either get the outcome a
 /// leader gave or become the leader, make room, commit the group, hand out its outcome.
 pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Result<()> {
+    write_checked(db, batch, sync, None)
+}
+
+/// [`write`] of a transaction's batch: written only if `check` passes (TX2), in commit
+/// order, when the batch's turn comes; `Error::Conflict` otherwise, with nothing written.
+pub(super) fn write_checked(
+    db: &DbInner,
+    batch: Option<WriteBatch>,
+    sync: bool,
+    check: Option<ReadSet>,
+) -> Result<()> {
     if db.read_only {
         return Err(read_only_error(&db.dir));
     }
@@ -60,6 +72,7 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
     let me = Arc::new(Writer {
         batch: Mutex::new(batch),
         is_switch: force,
+        check,
         sync,
         outcome: Mutex::new(None),
         cv: Condvar::new(),
@@ -140,7 +153,13 @@ fn commit_group<'a>(
     me: &Writer,
     own: WriteBatch,
 ) -> (MutexGuard<'a, State>, Result<()>, usize) {
-    let (mut group, members) = build_group(&st, own);
+    // TX2: a transaction that leads is checked first; if it fails, it alone is answered.
+    if let Some(check) = &me.check
+        && let Err(e) = st.conflicts.check(check, &[], db.table_cache.order())
+    {
+        return (st, Err(e), 1);
+    }
+    let (mut group, members) = build_group(db, &st, own);
     let group_sync = me.sync;
     let first = st.versions.last_seqnum + 1;
     group.set_seqnum(first);
@@ -214,7 +233,12 @@ fn commit_group<'a>(
                 st.bg_error = Some(e);
             }
         }
-        Ok(()) if result.is_ok() => st.versions.last_seqnum = last, // D2
+        Ok(()) if result.is_ok() => {
+            st.versions.last_seqnum = last; // D2
+            if st.conflicts.tracking() {
+                record_writes(&mut st, &group, first); // TX1
+            }
+        }
         // Logged but not in the memtable: seqnums would be reused. Stop writing.
         Ok(()) => {
             if st.bg_error.is_none() {
@@ -242,10 +266,35 @@ fn hand_out(st: &mut State, me: &Arc<Writer>, group_size: usize, result: &Result
     }
 }
 
+/// Records the writes of a published group (TX1): its ops hold seqnums `first` on.
+fn record_writes(st: &mut State, group: &WriteBatch, first: u64) {
+    for (i, op) in group.iter().enumerate() {
+        let key = match op {
+            Ok(BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::BlobRef(k, _)) => k,
+            // The group was decoded whole before it was written (B1).
+            Err(_) => continue,
+        };
+        st.conflicts.record(key, first + i as u64);
+    }
+}
+
+/// The keys `group` writes, for checking a transaction behind them in it (TX2).
+fn written_keys(group: &WriteBatch) -> Vec<&[u8]> {
+    group
+        .iter()
+        .filter_map(|op| match op {
+            Ok(BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::BlobRef(k, _)) => Some(k),
+            Err(_) => None,
+        })
+        .collect()
+}
+
 /// Adds to the leader's batch as many queued batches after it as fit: no more than
-/// `MAX_GROUP_BYTES`, no sync batch joining a non-sync leader, no memtable-switch request.
-/// Returns the group and how many writers it covers.
-fn build_group(st: &State, mut group: WriteBatch) -> (WriteBatch, usize) {
+/// `MAX_GROUP_BYTES`, no sync batch joining a non-sync leader, no memtable-switch request,
+/// no transaction whose check fails against what is recorded and what the group writes
+/// ahead of it (it leads later and fails alone, TX2). Returns the group and how many
+/// writers it covers.
+fn build_group(db: &DbInner, st: &State, mut group: WriteBatch) -> (WriteBatch, usize) {
     let mut writers = st.writers.iter();
     let Some(leader) = writers.next() else {
         return (group, 0);
@@ -268,6 +317,14 @@ fn build_group(st: &State, mut group: WriteBatch) -> (WriteBatch, usize) {
             break;
         };
         if group.approximate_size() + b.approximate_size() > max {
+            break;
+        }
+        if let Some(check) = &w.check
+            && st
+                .conflicts
+                .check(check, &written_keys(&group), db.table_cache.order())
+                .is_err()
+        {
             break;
         }
         group.append(b);

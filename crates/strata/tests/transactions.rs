@@ -1,0 +1,318 @@
+//! Transactions (`Db::transaction`): each test is an anomaly that a wrong check would let
+//! through. A bank whose total must hold in every snapshot while eight threads move money;
+//! write skew; a phantom insert into a scanned range; ranges that intersect; a counter
+//! bumped by compare-and-swap from several threads; reads of a transaction's own writes.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed unwrap is a failed test"
+)]
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+
+use common::{Rng, env_u64};
+use strata::{Db, Error, Options, ReadOptions};
+
+fn open(dir: &std::path::Path) -> Db {
+    let options = Options {
+        create_if_missing: true,
+        // Small memtables: flushes and compactions run under the transactions.
+        write_buffer_size: 64 << 10,
+        ..Default::default()
+    };
+    Db::open(dir, options).unwrap()
+}
+
+fn number(v: Option<Vec<u8>>) -> i64 {
+    v.map_or(0, |v| String::from_utf8(v).unwrap().parse().unwrap())
+}
+
+fn account(i: u64) -> String {
+    format!("acct/{i:04}")
+}
+
+/// The sum of every account as of `snapshot` (or now).
+fn total(db: &Db, snapshot: Option<strata::Snapshot>) -> i64 {
+    let options = ReadOptions {
+        snapshot,
+        ..Default::default()
+    };
+    db.range_opt("acct/".."acct0", false, &options)
+        .map(|kv| number(Some(kv.unwrap().1)))
+        .sum()
+}
+
+#[test]
+fn bank_transfers_keep_the_total_in_every_snapshot() {
+    const ACCOUNTS: u64 = 50;
+    const THREADS: u64 = 8;
+    let transfers = env_u64("STRATA_TXN_TRANSFERS", 100_000);
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(tmp.path()));
+    for i in 0..ACCOUNTS {
+        db.put(account(i), "1000").unwrap();
+    }
+    let want = 1000 * ACCOUNTS as i64;
+    let stop = Arc::new(AtomicBool::new(false));
+    let conflicts = Arc::new(AtomicU64::new(0));
+    let auditor = {
+        let (db, stop) = (Arc::clone(&db), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut audits = 0u64;
+            while !stop.load(Ordering::Relaxed) || audits == 0 {
+                assert_eq!(total(&db, Some(db.snapshot())), want, "a snapshot's total");
+                // A transaction's range sees one snapshot too.
+                let mut txn = db.transaction();
+                let sum: i64 = txn
+                    .range("acct/".."acct0")
+                    .map(|kv| number(Some(kv.unwrap().1)))
+                    .sum();
+                assert_eq!(sum, want, "a transaction's total");
+                audits += 1;
+            }
+            audits
+        })
+    };
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (db, conflicts) = (Arc::clone(&db), Arc::clone(&conflicts));
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(t + 1);
+                for _ in 0..transfers / THREADS {
+                    let from = rng.below(ACCOUNTS);
+                    let to = (from + 1 + rng.below(ACCOUNTS - 1)) % ACCOUNTS;
+                    let amount = rng.below(20) as i64;
+                    let mut tries = 0;
+                    db.transact(1000, |txn| {
+                        tries += 1;
+                        let a = number(txn.get(account(from))?);
+                        let b = number(txn.get(account(to))?);
+                        txn.put(account(from), (a - amount).to_string());
+                        txn.put(account(to), (b + amount).to_string());
+                        Ok(())
+                    })
+                    .unwrap();
+                    conflicts.fetch_add(tries - 1, Ordering::Relaxed);
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    stop.store(true, Ordering::Relaxed);
+    let audits = auditor.join().unwrap();
+    assert_eq!(total(&db, None), want);
+    eprintln!(
+        "{transfers} transfers, {} conflicts retried, {audits} audits",
+        conflicts.load(Ordering::Relaxed)
+    );
+    // Reopened, the total holds too.
+    drop(Arc::into_inner(db).unwrap());
+    let db = open(tmp.path());
+    assert_eq!(total(&db, None), want);
+}
+
+#[test]
+fn write_skew_is_rejected() {
+    // Two doctors on call; each goes off call if the other is still on. Under snapshot
+    // isolation both commit and nobody is on call.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path());
+    db.put("oncall/alice", "1").unwrap();
+    db.put("oncall/bob", "1").unwrap();
+    let mut t1 = db.transaction();
+    let mut t2 = db.transaction();
+    let on = |t: &mut strata::Transaction<'_>| {
+        number(t.get("oncall/alice").unwrap()) + number(t.get("oncall/bob").unwrap())
+    };
+    assert_eq!(on(&mut t1), 2);
+    assert_eq!(on(&mut t2), 2);
+    t1.put("oncall/alice", "0");
+    t2.put("oncall/bob", "0");
+    t1.commit().unwrap();
+    let e = t2.commit().unwrap_err();
+    assert!(e.is_conflict(), "{e}");
+    assert!(matches!(e, Error::Conflict(_)));
+    assert_eq!(number(db.get("oncall/bob").unwrap()), 1, "t2 wrote nothing");
+}
+
+#[test]
+fn a_phantom_insert_into_a_scanned_range_is_rejected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path());
+    db.put("job/1", "x").unwrap();
+    // T1 counts the jobs and records the count; T2 adds a job meanwhile.
+    let mut t1 = db.transaction();
+    let n = t1.range("job/".."job0").count();
+    assert_eq!(n, 1);
+    db.put("job/2", "y").unwrap(); // a plain write conflicts as a transaction's does
+    t1.put("jobs", n.to_string());
+    assert!(t1.commit().unwrap_err().is_conflict());
+    // A write outside the range does not.
+    let mut t1 = db.transaction();
+    let n = t1.range("job/".."job0").count();
+    db.put("other", "z").unwrap();
+    t1.put("jobs", n.to_string());
+    t1.commit().unwrap();
+    // A delete in the range is a write into it too.
+    let mut t1 = db.transaction();
+    let _ = t1.range_rev("job/".."job0").count();
+    db.delete("job/1").unwrap();
+    t1.put("jobs", "2");
+    assert!(t1.commit().unwrap_err().is_conflict());
+    // An empty range: an insert into it is a phantom too.
+    let mut t1 = db.transaction();
+    assert_eq!(t1.range("queue/".."queue0").count(), 0);
+    let mut t2 = db.transaction();
+    t2.put("queue/1", "a");
+    t2.commit().unwrap();
+    t1.put("queue/0", "b");
+    assert!(t1.commit().unwrap_err().is_conflict());
+}
+
+#[test]
+fn intersecting_ranges_conflict_and_disjoint_ones_do_not() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path());
+    for k in ["a1", "a2", "b1", "b2", "c1"] {
+        db.put(k, "1").unwrap();
+    }
+    // T1 sums a..b and inserts b3; T2 sums b..c and inserts a3, commits first.
+    let mut t1 = db.transaction();
+    let mut t2 = db.transaction();
+    assert_eq!(t1.range("a".."b").count(), 2);
+    assert_eq!(t2.range("b".."c").count(), 2);
+    t1.put("b3", "1");
+    t2.put("a3", "1");
+    t2.commit().unwrap();
+    assert!(t1.commit().unwrap_err().is_conflict());
+    // Disjoint: both commit.
+    let mut t1 = db.transaction();
+    let mut t2 = db.transaction();
+    let _ = t1.range("a".."b").count();
+    let _ = t2.range("c".."d").count();
+    t1.put("a9", "1");
+    t2.put("c9", "1");
+    t1.commit().unwrap();
+    t2.commit().unwrap();
+    // A scan stopped early still holds its whole range.
+    let mut t1 = db.transaction();
+    let first = t1.range::<&str>(..).next().unwrap().unwrap();
+    assert_eq!(first.0, b"a1");
+    db.put("zz", "late").unwrap();
+    t1.put("a1", "2");
+    assert!(t1.commit().unwrap_err().is_conflict());
+}
+
+#[test]
+fn a_counter_bumped_by_compare_and_swap_counts_every_success() {
+    const THREADS: u64 = 4;
+    let bumps = env_u64("STRATA_TXN_SWAPS", 500);
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(tmp.path()));
+    let start = Arc::new(Barrier::new(THREADS as usize));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|_| {
+            let (db, start) = (Arc::clone(&db), Arc::clone(&start));
+            std::thread::spawn(move || {
+                start.wait();
+                let mut done = 0u64;
+                while done < bumps {
+                    let cur = db.get("counter").unwrap();
+                    let next = (number(cur.clone()) + 1).to_string();
+                    if db
+                        .compare_and_swap("counter", cur.as_deref(), Some(next.as_bytes()))
+                        .unwrap()
+                    {
+                        done += 1;
+                    }
+                }
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(number(db.get("counter").unwrap()), (THREADS * bumps) as i64);
+}
+
+#[test]
+fn a_transaction_reads_its_own_writes_both_ways() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path());
+    for k in ["a", "b", "c", "d", "e"] {
+        db.put(k, format!("db-{k}")).unwrap();
+    }
+    let mut t = db.transaction();
+    t.put("b", "own-b");
+    t.delete("c");
+    t.put("bb", "own-bb");
+    t.delete_range("d", "f");
+    t.put("e", "own-e"); // after the range delete: it stays
+    db.put("a", "late").unwrap(); // after the snapshot: unseen
+    assert_eq!(t.get("a").unwrap().as_deref(), Some(&b"db-a"[..]));
+    assert_eq!(t.get("b").unwrap().as_deref(), Some(&b"own-b"[..]));
+    assert_eq!(t.get("c").unwrap(), None);
+    assert_eq!(t.get("d").unwrap(), None);
+    let forward: Vec<_> = t.range::<&str>(..).map(|kv| kv.unwrap()).collect();
+    let want: Vec<(Vec<u8>, Vec<u8>)> = [
+        ("a", "db-a"),
+        ("b", "own-b"),
+        ("bb", "own-bb"),
+        ("e", "own-e"),
+    ]
+    .iter()
+    .map(|(k, v)| (k.as_bytes().to_vec(), v.as_bytes().to_vec()))
+    .collect();
+    assert_eq!(forward, want);
+    let mut backward: Vec<_> = t.range_rev("a".."z").map(|kv| kv.unwrap()).collect();
+    backward.reverse();
+    assert_eq!(backward, want);
+    let inner: Vec<_> = t.range("b"..="bb").map(|kv| kv.unwrap().0).collect();
+    assert_eq!(inner, vec![b"b".to_vec(), b"bb".to_vec()]);
+    // It read "a", which changed after its snapshot.
+    assert!(t.commit().unwrap_err().is_conflict());
+    // The same writes without that read commit, range delete included.
+    let mut t = db.transaction();
+    t.put("b", "own-b");
+    t.delete_range("d", "f");
+    t.put("e", "own-e");
+    t.commit().unwrap();
+    let now: Vec<_> = db.range::<&str>(..).map(|kv| kv.unwrap().0).collect();
+    assert_eq!(
+        now,
+        vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"e".to_vec()]
+    );
+}
+
+#[test]
+fn blind_writes_and_read_only_transactions_commit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path());
+    let mut reader = db.transaction();
+    assert_eq!(reader.get("k").unwrap(), None);
+    let mut writer = db.transaction();
+    writer.put("k", "v");
+    db.put("k", "other").unwrap();
+    writer.commit().unwrap(); // it read nothing
+    reader.commit().unwrap(); // it wrote nothing: its reads were one snapshot
+    assert_eq!(db.get("k").unwrap().as_deref(), Some(&b"v"[..]));
+    // A retry helper gives up after its attempts, with the conflict.
+    let mut n = 0;
+    let e = db
+        .transact(3, |t| {
+            n += 1;
+            t.get("k")?;
+            db.put("k", format!("bump{n}"))?;
+            t.put("k", "mine");
+            Ok(())
+        })
+        .unwrap_err();
+    assert!(e.is_conflict(), "{e}");
+    assert_eq!(n, 3);
+}
