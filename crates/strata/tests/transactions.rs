@@ -1,7 +1,11 @@
 //! Transactions (`Db::transaction`): each test is an anomaly that a wrong check would let
 //! through. A bank whose total must hold in every snapshot while eight threads move money;
 //! write skew; a phantom insert into a scanned range; ranges that intersect; a counter
-//! bumped by compare-and-swap from several threads; reads of a transaction's own writes.
+//! bumped by compare-and-swap from several threads; reads of a transaction's own writes;
+//! a history of random transactions whose dependency graph must have no cycle.
+//!
+//! Sizes grow with `STRATA_TXN_TRANSFERS`, `STRATA_TXN_SWAPS`, `STRATA_TXN_HISTORY`
+//! (`make soak`).
 
 #![allow(
     clippy::unwrap_used,
@@ -315,4 +319,167 @@ fn blind_writes_and_read_only_transactions_commit() {
         .unwrap_err();
     assert!(e.is_conflict(), "{e}");
     assert_eq!(n, 3);
+}
+
+/// One committed transaction as the history checker sees it.
+#[derive(Debug, Default)]
+struct Committed {
+    /// (key, the transaction whose write it saw; 0: the initial value).
+    reads: Vec<(u64, u64)>,
+    /// (key, the transaction whose write it replaced), every write being a
+    /// read-modify-write, so each key's versions form a chain.
+    writes: Vec<(u64, u64)>,
+}
+
+/// Random read-modify-write transactions on a few keys, from four threads: point reads,
+/// forward and reverse range scans, writes. Every value names the transaction that
+/// wrote it, so each key's versions form a chain, and the committed history's
+/// dependency graph (write-read, write-write, and read-write anti-dependencies, Adya's
+/// DSG) must have no cycle: the transactions were serializable. Lost updates (two
+/// commits replacing one version) and reads of values no committed transaction wrote
+/// fail it too; the final state must end every chain.
+#[test]
+fn a_history_of_random_transactions_is_serializable() {
+    const KEYS: u64 = 16;
+    const THREADS: u64 = 4;
+    let per_thread = env_u64("STRATA_TXN_HISTORY", 1500);
+    let tmp = tempfile::tempdir().unwrap();
+    let db = Arc::new(open(tmp.path()));
+    let key = |k: u64| format!("h/{k:02}");
+    let parse = |v: Vec<u8>| -> u64 { String::from_utf8(v).unwrap().parse().unwrap() };
+    for k in 0..KEYS {
+        db.put(key(k), "0").unwrap();
+    }
+    let next_id = Arc::new(AtomicU64::new(1));
+    let workers: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let (db, next_id) = (Arc::clone(&db), Arc::clone(&next_id));
+            std::thread::spawn(move || {
+                let mut rng = Rng::new(100 + t);
+                let mut history = Vec::new();
+                let mut aborts = 0u64;
+                for _ in 0..per_thread {
+                    let id = next_id.fetch_add(1, Ordering::Relaxed);
+                    let mut txn = db.transaction();
+                    let mut c = Committed::default();
+                    if rng.below(3) == 0 {
+                        let (a, b) = (rng.below(KEYS), rng.below(KEYS));
+                        let (lo, hi) = (a.min(b), a.max(b));
+                        let scan: Vec<_> = if rng.below(2) == 0 {
+                            txn.range(key(lo)..=key(hi)).collect()
+                        } else {
+                            txn.range_rev(key(lo)..=key(hi)).collect()
+                        };
+                        for kv in scan {
+                            let (k, v) = kv.unwrap();
+                            let k: u64 = String::from_utf8(k).unwrap()[2..].parse().unwrap();
+                            c.reads.push((k, parse(v)));
+                        }
+                    }
+                    for _ in 0..rng.below(3) {
+                        let k = rng.below(KEYS);
+                        let v = parse(txn.get(key(k)).unwrap().unwrap());
+                        c.reads.push((k, v));
+                    }
+                    let mut written = Vec::new();
+                    for _ in 0..rng.below(3) {
+                        let k = rng.below(KEYS);
+                        if written.contains(&k) {
+                            continue;
+                        }
+                        written.push(k);
+                        let prev = parse(txn.get(key(k)).unwrap().unwrap());
+                        c.reads.push((k, prev));
+                        c.writes.push((k, prev));
+                        txn.put(key(k), id.to_string());
+                    }
+                    match txn.commit() {
+                        Ok(()) => history.push((id, c)),
+                        Err(e) if e.is_conflict() => aborts += 1,
+                        Err(e) => panic!("{e}"),
+                    }
+                }
+                (history, aborts)
+            })
+        })
+        .collect();
+    let mut history = std::collections::BTreeMap::new();
+    let mut aborts = 0;
+    for w in workers {
+        let (h, a) = w.join().unwrap();
+        history.extend(h);
+        aborts += a;
+    }
+    // Each key's chain: the version a write replaced -> the writer that replaced it.
+    let mut next = std::collections::HashMap::new();
+    for (&id, c) in &history {
+        for &(k, prev) in &c.writes {
+            if let Some(other) = next.insert((k, prev), id) {
+                panic!("lost update: {other} and {id} both replaced key {k}'s version {prev}");
+            }
+        }
+    }
+    let mut edges: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+    let mut edge = |from: u64, to: u64| {
+        if from != to && from != 0 {
+            edges.entry(from).or_default().push(to);
+        }
+    };
+    for (&id, c) in &history {
+        for &(k, seen) in &c.reads {
+            assert!(
+                seen == 0 || history.contains_key(&seen),
+                "transaction {id} read key {k} as written by {seen}, which never committed"
+            );
+            edge(seen, id); // write-read
+            if let Some(&later) = next.get(&(k, seen)) {
+                edge(id, later); // read-write: it read a version `later` replaced
+            }
+        }
+        for &(_, prev) in &c.writes {
+            edge(prev, id); // write-write
+        }
+    }
+    // Kahn's algorithm: a cycle leaves nodes unsorted.
+    let mut indegree: std::collections::HashMap<u64, usize> =
+        history.keys().map(|&id| (id, 0)).collect();
+    for tos in edges.values() {
+        for to in tos {
+            *indegree.get_mut(to).unwrap() += 1;
+        }
+    }
+    let mut ready: Vec<u64> = indegree
+        .iter()
+        .filter(|(_, d)| **d == 0)
+        .map(|(&id, _)| id)
+        .collect();
+    let mut sorted = 0;
+    while let Some(id) = ready.pop() {
+        sorted += 1;
+        for to in edges.get(&id).into_iter().flatten() {
+            let d = indegree.get_mut(to).unwrap();
+            *d -= 1;
+            if *d == 0 {
+                ready.push(*to);
+            }
+        }
+    }
+    assert_eq!(
+        sorted,
+        history.len(),
+        "the committed history has a dependency cycle: not serializable"
+    );
+    // The database holds each chain's last version.
+    for k in 0..KEYS {
+        let mut version = 0;
+        while let Some(&later) = next.get(&(k, version)) {
+            version = later;
+        }
+        assert_eq!(parse(db.get(key(k)).unwrap().unwrap()), version, "key {k}");
+    }
+    eprintln!(
+        "{} transactions committed, {aborts} aborted, {} dependency edges",
+        history.len(),
+        edges.values().map(Vec::len).sum::<usize>()
+    );
 }
