@@ -42,6 +42,11 @@ pub enum Kind {
     DeleteRandom,
     /// Random reads while one writer writes.
     ReadWhileWriting,
+    /// RocksDB db_bench's `randomtransaction`: each transaction adds one increment to a
+    /// random key of every set; every set's sum must be equal at the end.
+    RandomTransaction,
+    /// YCSB-F's shape: half point reads, half read-modify-write transactions of one key.
+    ReadModifyWrite,
     /// Compacts the whole database.
     Compact,
     /// The machine's own ceiling for synced writes: append 100 bytes to a file in the
@@ -135,6 +140,8 @@ pub fn spec(name: &str, flags: &Flags) -> Result<Spec> {
         "deleterandom" => s.kind = Kind::DeleteRandom,
         "readwhilewriting" => s.kind = Kind::ReadWhileWriting,
         "compact" => s.kind = Kind::Compact,
+        "randomtransaction" => (s.kind, s.fresh_db) = (Kind::RandomTransaction, true),
+        "readmodifywrite" => s.kind = Kind::ReadModifyWrite,
         "fsyncceiling" => {
             s.kind = Kind::FsyncCeiling;
             s.num = (flags.num / 1000).max(1);
@@ -154,6 +161,8 @@ struct ThreadStats {
     ops: u64,
     bytes: u64,
     found: u64,
+    /// Transactions refused for a conflict (and run again).
+    aborts: u64,
     seconds: f64,
     hist: Option<Histogram<u64>>,
 }
@@ -222,6 +231,10 @@ impl<'a> Runner<'a> {
             Some("no atomic batches")
         } else if spec.kind == Kind::Compact && !self.kind.has_compaction() {
             Some("no compaction")
+        } else if matches!(spec.kind, Kind::RandomTransaction | Kind::ReadModifyWrite)
+            && !self.kind.has_transactions()
+        {
+            Some("no transactions")
         } else {
             None
         }
@@ -303,6 +316,7 @@ impl<'a> Runner<'a> {
         let ops: u64 = stats.iter().map(|s| s.ops).sum::<u64>().max(1);
         let bytes: u64 = stats.iter().map(|s| s.bytes).sum();
         let found: u64 = stats.iter().map(|s| s.found).sum();
+        let aborts: u64 = stats.iter().map(|s| s.aborts).sum();
         let thread_seconds: f64 = stats.iter().map(|s| s.seconds).sum();
         let mut hist: Option<Histogram<u64>> = None;
         for s in stats {
@@ -327,6 +341,25 @@ impl<'a> Runner<'a> {
                 }
                 if let Some(w) = writer {
                     m.push_str(&format!(" (writer: {w:.0} writes/s)"));
+                }
+                m
+            }
+            Kind::RandomTransaction | Kind::ReadModifyWrite => {
+                let committed = if spec.kind == Kind::ReadModifyWrite {
+                    ops - found
+                } else {
+                    ops
+                };
+                let mut m = format!(
+                    "({committed} committed, {aborts} aborted and run again, {:.0} aborts/s)",
+                    aborts as f64 / wall.max(1e-9)
+                );
+                if spec.kind == Kind::RandomTransaction {
+                    let sums = self.transaction_sums(flags_sets(self.flags))?;
+                    if sums.windows(2).any(|w| w[0] != w[1]) {
+                        bail!("randomtransaction: the sets' sums differ: {sums:?}");
+                    }
+                    m.push_str(&format!(" (sets' sums equal: {})", sums[0]));
                 }
                 m
             }
@@ -371,6 +404,7 @@ impl<'a> Runner<'a> {
                         ops: 1,
                         bytes: 0,
                         found: 0,
+                        aborts: 0,
                         seconds,
                         hist: None,
                     }],
@@ -516,8 +550,12 @@ fn thread_body(
         k: Vec::with_capacity(KEY_SIZE + 1),
         bytes: 0,
         found: 0,
+        aborts: 0,
     };
     let (ops, seconds) = match spec.kind {
+        Kind::RandomTransaction | Kind::ReadModifyWrite => {
+            w.transactions(engine, spec, flags, live)?
+        }
         Kind::WriteSeq | Kind::WriteRandom => w.writes(engine, spec, flags, live)?,
         Kind::DeleteSeq | Kind::DeleteRandom => w.deletes(engine, spec, flags, live)?,
         Kind::ReadSeq | Kind::ReadReverse => w.scan(engine, spec, flags, live)?,
@@ -531,6 +569,7 @@ fn thread_body(
         ops,
         bytes: w.bytes,
         found: w.found,
+        aborts: w.aborts,
         seconds,
         hist: w.hist,
     })
@@ -545,9 +584,115 @@ struct Worker {
     k: Vec<u8>,
     bytes: u64,
     found: u64,
+    aborts: u64,
+}
+
+/// The key of `n` in transaction set `set`: a 4-digit set prefix, then the 16-digit key
+/// (`randomtransaction`'s layout, as RocksDB's db_bench has it).
+fn set_key(set: u64, n: u64, out: &mut Vec<u8>) {
+    key(n, out);
+    let prefix = format!("{:04}", set % 10_000);
+    out.splice(0..0, prefix.bytes());
+}
+
+/// `--transaction_sets`, at least one.
+fn flags_sets(flags: &Flags) -> u64 {
+    flags.transaction_sets.max(1)
+}
+
+impl Runner<'_> {
+    /// The sum of every set's values (`randomtransaction`'s check), from one scan.
+    fn transaction_sums(&self, sets: u64) -> Result<Vec<u64>> {
+        let e = self.engine.as_deref().context("no database open")?;
+        let mut sums = vec![0u64; sets as usize];
+        let mut bad = None;
+        e.scan(false, usize::MAX, &mut |k, v| {
+            let set = std::str::from_utf8(k.get(..4).unwrap_or_default())
+                .ok()
+                .and_then(|s| s.parse::<usize>().ok());
+            let value = std::str::from_utf8(v)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok());
+            match (set, value) {
+                (Some(s), Some(v)) if s < sums.len() => sums[s] += v,
+                _ => bad = Some(String::from_utf8_lossy(k).into_owned()),
+            }
+        })?;
+        if let Some(k) = bad {
+            bail!("randomtransaction: an entry that is not a set's counter: {k:?}");
+        }
+        Ok(sums)
+    }
 }
 
 impl Worker {
+    /// randomtransaction and readmodifywrite: (ops, seconds). An aborted transaction is
+    /// run again (with the same keys) until it commits, and counted in `aborts`.
+    fn transactions(
+        &mut self,
+        engine: &dyn Engine,
+        spec: &Spec,
+        flags: &Flags,
+        live: &Live,
+    ) -> Result<(u64, f64)> {
+        let Worker {
+            rng,
+            values,
+            hist,
+            k,
+            bytes,
+            found,
+            aborts,
+        } = self;
+        let sets = flags_sets(flags);
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        timed_loop(flags, spec.num, 0.0, hist, |_| {
+            keys.clear();
+            let increment;
+            if spec.kind == Kind::RandomTransaction {
+                increment = 1 + rng.uniform(100);
+                for set in 0..sets {
+                    set_key(set, rng.uniform(spec.num), k);
+                    keys.push(k.clone());
+                }
+            } else {
+                increment = 0;
+                key(rng.uniform(spec.num), k);
+                if rng.uniform(2) == 0 {
+                    // The read half: a plain point read.
+                    engine.get(k, &mut |v| *bytes += (k.len() + v.len()) as u64)?;
+                    *found += 1;
+                    live.reads.fetch_add(1, Ordering::Relaxed);
+                    return Ok(());
+                }
+                keys.push(k.clone());
+            }
+            let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            let value = values.generate(spec.value_size).to_vec();
+            let mut update = |read: &[Option<Vec<u8>>]| -> Vec<Vec<u8>> {
+                if spec.kind == Kind::RandomTransaction {
+                    read.iter()
+                        .map(|v| {
+                            let now = v
+                                .as_deref()
+                                .and_then(|v| std::str::from_utf8(v).ok()?.parse::<u64>().ok())
+                                .unwrap_or(0);
+                            (now + increment).to_string().into_bytes()
+                        })
+                        .collect()
+                } else {
+                    read.iter().map(|_| value.clone()).collect()
+                }
+            };
+            while !engine.transact(&refs, &mut update, spec.sync)? {
+                *aborts += 1;
+            }
+            *bytes += refs.iter().map(|k| k.len() as u64).sum::<u64>();
+            live.writes.fetch_add(1, Ordering::Relaxed);
+            Ok(())
+        })
+    }
+
     /// fillseq, fillrandom and their batched and synced forms: (ops, seconds).
     fn writes(
         &mut self,
@@ -813,6 +958,7 @@ fn fsync_ceiling(dir: &std::path::Path, spec: &Spec, flags: &Flags) -> Result<Th
         ops,
         bytes: ops * record.len() as u64,
         found: 0,
+        aborts: 0,
         seconds,
         hist,
     })
@@ -847,6 +993,7 @@ fn codec_bench(kind: Kind, flags: &Flags, sink: &mut u32) -> Result<ThreadStats>
         ops,
         bytes,
         found: 0,
+        aborts: 0,
         seconds: started.elapsed().as_secs_f64(),
         hist: None,
     })
@@ -987,12 +1134,14 @@ mod tests {
             "seekrandom",
             "compact",
             "readwhilewriting",
+            "readmodifywrite",
             "deleterandom",
             "deleteseq",
         ] {
             let Some(r) = runner.run(&spec(name, &flags).unwrap()).unwrap() else {
                 let na = (name == "compact" && !kind.has_compaction())
-                    || (name == "fillbatch" && !kind.has_batches());
+                    || (name == "fillbatch" && !kind.has_batches())
+                    || (name == "readmodifywrite" && !kind.has_transactions());
                 assert!(na, "{}: {name} printed nothing", kind.name());
                 continue;
             };
@@ -1032,6 +1181,19 @@ mod tests {
             .unwrap();
         if kind.name() != "null" {
             assert_eq!(after.bytes, 0);
+        }
+        // Transactions: every set's sum equal at the end (checked by the run itself).
+        match runner
+            .run(&spec("randomtransaction", &flags).unwrap())
+            .unwrap()
+        {
+            Some(r) => assert!(
+                r.message.contains("2000 committed") && r.message.contains("sums equal"),
+                "{}: {}",
+                kind.name(),
+                r.message
+            ),
+            None => assert!(!kind.has_transactions(), "{}", kind.name()),
         }
     }
 }

@@ -108,6 +108,9 @@ pub struct Settings {
 /// runner reuses, so building a batch allocates nothing in the harness.
 pub type BatchOp<'a> = (&'a [u8], Option<&'a [u8]>);
 
+/// A transaction's update: given the values read (`None`: absent), one new value per key.
+pub type Update<'a> = dyn FnMut(&[Option<Vec<u8>>]) -> Vec<Vec<u8>> + 'a;
+
 /// An engine's answer that it cannot do a workload with these settings (not a bug): the
 /// runner reports the row as "n/a" with this reason instead of a failure.
 #[derive(Debug)]
@@ -150,6 +153,15 @@ pub trait Engine: Send + Sync {
     /// The engine's own work counters since it opened (what it reports; `None`: nothing).
     fn counters(&self) -> Option<EngineCounters> {
         None
+    }
+    /// Reads `keys`, hands their values to `update` and writes the values it returns to
+    /// the same keys, as one serializable transaction (what `randomtransaction` and
+    /// `readmodifywrite` run): `Ok(true)` if it committed, `Ok(false)` if the engine
+    /// refused it for a conflict (the caller runs it again). Engines without
+    /// transactions say so.
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+        let _ = (keys, update, sync);
+        Err(Cannot("no transactions".into()).into())
     }
 }
 
@@ -209,6 +221,10 @@ pub trait EngineKind: Sync {
     fn has_compaction(&self) -> bool {
         true
     }
+    /// True if the engine runs [`Engine::transact`].
+    fn has_transactions(&self) -> bool {
+        false
+    }
 }
 
 /// Strata itself.
@@ -219,7 +235,7 @@ pub mod strata_engine {
     use strata::sstable::Compression;
     use strata::{Db, Options, WriteBatch, WriteOptions};
 
-    use super::{BatchOp, Engine, EngineCounters, EngineKind, Settings};
+    use super::{BatchOp, Engine, EngineCounters, EngineKind, Settings, Update};
 
     /// Opens Strata databases: plain (LevelDB's format), or with value separation on
     /// (`strata-blob`, `Options::blob_threshold` from the settings).
@@ -239,6 +255,9 @@ pub mod strata_engine {
         }
         fn version(&self) -> String {
             env!("CARGO_PKG_VERSION").to_string()
+        }
+        fn has_transactions(&self) -> bool {
+            true
         }
         fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
             let options = Options {
@@ -294,6 +313,22 @@ pub mod strata_engine {
     impl Engine for StrataEngine {
         fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
             Ok(self.db.put_opt(key, value, &wo(sync))?)
+        }
+        fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+            // Optimistic: reads from a snapshot, checked at the commit (`Db::transaction`).
+            let mut txn = self.db.transaction();
+            let mut read = Vec::with_capacity(keys.len());
+            for k in keys {
+                read.push(txn.get(k)?);
+            }
+            for (k, v) in keys.iter().zip(update(&read)) {
+                txn.put(k, v);
+            }
+            match txn.commit_opt(&wo(sync)) {
+                Ok(()) => Ok(true),
+                Err(e) if e.is_conflict() => Ok(false),
+                Err(e) => Err(e.into()),
+            }
         }
         fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
             // A view into a cached block or a mapped file where the value lies there.

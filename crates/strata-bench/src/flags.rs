@@ -38,6 +38,10 @@ pub struct Flags {
     /// How much values compress: 0.5 means to about half.
     #[arg(long = "compression_ratio", default_value_t = 0.5)]
     pub compression_ratio: f64,
+    /// `randomtransaction`: how many sets of keys each transaction touches, one key each
+    /// (RocksDB db_bench's flag).
+    #[arg(long = "transaction_sets", default_value_t = 2)]
+    pub transaction_sets: u64,
     /// Print latency percentiles.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub histogram: bool,

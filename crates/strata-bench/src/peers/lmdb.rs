@@ -12,7 +12,7 @@ use std::ptr;
 
 use anyhow::{Result, anyhow};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, Update, found};
 
 #[repr(C)]
 struct Opaque(c_void);
@@ -111,6 +111,9 @@ impl EngineKind for LmdbKind {
     }
     fn has_compaction(&self) -> bool {
         false
+    }
+    fn has_transactions(&self) -> bool {
+        true
     }
     fn open(&self, dir: &Path, _s: &Settings) -> Result<Box<dyn Engine>> {
         let path = CString::new(dir.join("data.mdb").as_os_str().as_encoded_bytes())?;
@@ -214,6 +217,39 @@ impl Engine for Lmdb {
             let value = unsafe { std::slice::from_raw_parts(v.data.cast::<u8>(), v.size) };
             Ok(found(visit, Some(value)))
         })
+    }
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+        // One write transaction: LMDB runs one writer at a time, so it never conflicts.
+        self.write(sync, |txn| {
+            let mut read = Vec::with_capacity(keys.len());
+            for key in keys {
+                let mut k = val(key);
+                let mut v = Val {
+                    size: 0,
+                    data: ptr::null_mut(),
+                };
+                // SAFETY: `v` points into the map, valid while the transaction is; copied
+                // out at once.
+                let rc = unsafe { mdb_get(txn, self.dbi, &mut k, &mut v) };
+                match rc {
+                    0 => read.push(Some(
+                        // SAFETY: as above.
+                        unsafe { std::slice::from_raw_parts(v.data.cast::<u8>(), v.size) }.to_vec(),
+                    )),
+                    MDB_NOTFOUND => read.push(None),
+                    rc => return rc,
+                }
+            }
+            for (key, value) in keys.iter().zip(update(&read)) {
+                // SAFETY: slices valid for the call; LMDB copies them.
+                let rc = unsafe { mdb_put(txn, self.dbi, &mut val(key), &mut val(&value), 0) };
+                if rc != 0 {
+                    return rc;
+                }
+            }
+            0
+        })?;
+        Ok(true)
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
         let mut k = val(key);

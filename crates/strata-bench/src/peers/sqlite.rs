@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, Update};
 
 /// Opens SQLite databases; `wal` picks the variant.
 #[derive(Debug)]
@@ -33,6 +33,9 @@ impl EngineKind for SqliteKind {
     }
     fn version(&self) -> String {
         rusqlite::version().to_string()
+    }
+    fn has_transactions(&self) -> bool {
+        true
     }
     fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
         let conn = Connection::open(dir.join("sqlite.db")).context("open SQLite")?;
@@ -100,6 +103,28 @@ impl Engine for SqliteEngine {
             .prepare_cached("DELETE FROM kv WHERE key = ?1")?
             .execute(params![key])?;
         Ok(())
+    }
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+        // One connection behind a mutex: one transaction at a time, never a conflict.
+        let mut c = self.lock(sync)?;
+        let tx = c.conn.transaction()?;
+        let mut read = Vec::with_capacity(keys.len());
+        {
+            let mut get = tx.prepare_cached("SELECT value FROM kv WHERE key = ?1")?;
+            for k in keys {
+                read.push(
+                    get.query_row(params![k], |r| r.get::<_, Vec<u8>>(0))
+                        .optional()?,
+                );
+            }
+            let mut put =
+                tx.prepare_cached("INSERT OR REPLACE INTO kv (key, value) VALUES (?1, ?2)")?;
+            for (k, v) in keys.iter().zip(update(&read)) {
+                put.execute(params![k, v])?;
+            }
+        }
+        tx.commit()?;
+        Ok(true)
     }
     fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
         let mut c = self.lock(sync)?;
