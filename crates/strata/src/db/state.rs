@@ -49,6 +49,10 @@ pub(super) struct Writer {
     /// True while the writer sleeps on `cv`; read and written only under the state mutex,
     /// so a leader signals a writer only when it waits (a wake costs a system call).
     pub(super) waiting: AtomicBool,
+    /// Set (under the state mutex) when this writer is handed its outcome or reaches the
+    /// front of the queue; read without the mutex by the writer while it spins before
+    /// sleeping (`write.rs`).
+    pub(super) signalled: AtomicBool,
 }
 
 /// A `compact_range` request for one level, run by the background thread.

@@ -2,9 +2,12 @@
 //! queued batches, appends them to the WAL as one record (one fsync if any asked for
 //! sync), inserts them into the memtable, publishes their seqnums, and wakes the others.
 //!
-//! Each writer sleeps on its own condition variable, and only when it must: a leader wakes
-//! the members of its group and the next leader, and only those that are asleep, so a
-//! writer alone never makes a wake-up system call.
+//! Each writer sleeps on its own condition variable, and only when it must: a queued
+//! writer first waits awake a little (at most [`SPIN`], and only while no more writers
+//! are queued than there are cores) for the leader's signal, and a leader signals the
+//! members of its group and the next leader, waking only those that are asleep. So a
+//! writer alone never makes a wake-up system call, and two or three writers hand off
+//! without one.
 //!
 //! Invariants:
 //! - W4 a synced write is acknowledged only after every older log still open is synced
@@ -43,10 +46,42 @@ fn finish(w: &Writer, r: Result<()>) {
     *w.outcome.lock().unwrap_or_else(|p| p.into_inner()) = Some(r);
 }
 
-/// Wakes `w` if it sleeps. Requires: the state mutex is held (it guards `waiting`).
+/// Signals `w` (it has its outcome or leads now), and wakes it if it sleeps. Requires: the
+/// state mutex is held (it guards `waiting`). A writer that spins sees `signalled`
+/// without a system call on either side.
 fn wake(w: &Writer) {
+    w.signalled.store(true, Ordering::Release);
     if w.waiting.load(Ordering::Relaxed) {
         w.cv.notify_one();
+    }
+}
+
+/// How long a queued writer waits for its signal awake before it sleeps: about what a
+/// leader takes to commit a group of small writes. Spinning saves the sleep and the
+/// wake-up (two system calls and a context switch) whenever the leader is that quick.
+const SPIN: Duration = Duration::from_micros(50);
+
+/// The CPUs this process may run on (1 if unknown), read once.
+fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Waits awake, at most [`SPIN`], for `w.signalled`: a few pause instructions, then
+/// yielding the CPU (with more writers than cores, the leader may need this one).
+fn spin_for_signal(w: &Writer) {
+    let started = Instant::now();
+    for i in 0u32.. {
+        if w.signalled.load(Ordering::Acquire) {
+            return;
+        }
+        if i < 64 {
+            std::hint::spin_loop();
+        } else if started.elapsed() >= SPIN {
+            return;
+        } else {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -77,6 +112,7 @@ pub(super) fn write_checked(
         outcome: Mutex::new(None),
         cv: Condvar::new(),
         waiting: AtomicBool::new(false),
+        signalled: AtomicBool::new(false),
     });
     let st = match wait_to_lead(db, &me) {
         Ok(st) => st,
@@ -127,6 +163,8 @@ fn wait_to_lead<'a>(
 ) -> std::result::Result<MutexGuard<'a, State>, Result<()>> {
     let mut st = db.lock();
     st.writers.push_back(Arc::clone(me));
+    // With more writers queued than cores, spinning takes CPU the leader needs: sleep.
+    let mut spun = st.writers.len() > cores();
     loop {
         // A writer at the front has no outcome yet: a leader hands one out only to the
         // writers it takes off the queue.
@@ -135,6 +173,14 @@ fn wait_to_lead<'a>(
         }
         if let Some(r) = outcome(me) {
             return Err(r);
+        }
+        if !spun {
+            // Awake first, without the mutex: the leader's signal needs no wake-up.
+            spun = true;
+            drop(st);
+            spin_for_signal(me);
+            st = db.lock();
+            continue;
         }
         me.waiting.store(true, Ordering::Relaxed);
         st = db.wait(&me.cv, st);
