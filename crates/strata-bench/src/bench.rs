@@ -1052,7 +1052,10 @@ mod tests {
 
     #[test]
     fn a_small_run_on_every_engine_prints_every_line() {
-        for kind in crate::peers::all() {
+        for kind in crate::peers::all()
+            .into_iter()
+            .chain(crate::peers::by_name_only())
+        {
             small_run(kind, false);
         }
     }

@@ -244,7 +244,7 @@ pub fn serve(flags: &Flags, gi: usize) -> Result<()> {
     ) else {
         bail!("--child_group needs --child_engine, --child_dir and --child_out");
     };
-    let Some(kind) = peers::all().into_iter().find(|k| k.name() == engine) else {
+    let Some(kind) = peers::find(engine) else {
         bail!("engine {engine:?} is not built into this strata-bench");
     };
     let groups = suite::groups(flags)?;

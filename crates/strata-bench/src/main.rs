@@ -99,8 +99,13 @@ fn select_engines(list: &str) -> Result<Vec<Column>> {
     }
     let mut out = Vec::new();
     for name in list.split(',').filter(|s| !s.is_empty()) {
-        match all.iter().find(|k| k.name() == name) {
-            Some(k) => out.push(Column::Engine(*k)),
+        match all
+            .iter()
+            .copied()
+            .find(|k| k.name() == name)
+            .or_else(|| peers::find(name))
+        {
+            Some(k) => out.push(Column::Engine(k)),
             None if let Some(kind) = dbbench::Program::ALL
                 .into_iter()
                 .find(|p| p.column() == name) =>

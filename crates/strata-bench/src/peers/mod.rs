@@ -30,8 +30,14 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
     v.push(&fjall::FjallKind);
     #[cfg(feature = "rocksdb")]
     {
-        v.push(&rocksdb::RocksDbKind { blob: false });
-        v.push(&rocksdb::RocksDbKind { blob: true });
+        v.push(&rocksdb::RocksDbKind {
+            blob: false,
+            optimistic: false,
+        });
+        v.push(&rocksdb::RocksDbKind {
+            blob: true,
+            optimistic: false,
+        });
     }
     #[cfg(feature = "lmdb")]
     v.push(&lmdb::LmdbKind);
@@ -50,4 +56,25 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
     // Last: the harness's own cost per operation, the floor under every other column.
     v.push(&null::NullKind);
     v
+}
+
+/// Engines chosen by name only, not part of `--engines=all`: columns for the transaction
+/// workloads (RocksDB's optimistic transaction database).
+pub fn by_name_only() -> Vec<&'static dyn EngineKind> {
+    #[allow(unused_mut)]
+    let mut v: Vec<&'static dyn EngineKind> = Vec::new();
+    #[cfg(feature = "rocksdb")]
+    v.push(&rocksdb::RocksDbKind {
+        blob: false,
+        optimistic: true,
+    });
+    v
+}
+
+/// The engine called `name`, if this build has it.
+pub fn find(name: &str) -> Option<&'static dyn EngineKind> {
+    all()
+        .into_iter()
+        .chain(by_name_only())
+        .find(|k| k.name() == name)
 }

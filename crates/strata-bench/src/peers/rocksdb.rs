@@ -16,7 +16,7 @@ use std::ptr;
 
 use anyhow::{Result, anyhow};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, Walk, found, walk};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, Update, Walk, found, walk};
 
 #[repr(C)]
 struct Opaque(c_void);
@@ -106,6 +106,41 @@ unsafe extern "C" {
     fn rocksdb_writeoptions_destroy(o: *mut Opaque);
     fn rocksdb_writeoptions_set_sync(o: *mut Opaque, v: u8);
     fn rocksdb_free(p: *mut c_void);
+    fn rocksdb_optimistictransactiondb_open(
+        o: *const Opaque,
+        name: *const c_char,
+        err: *mut *mut c_char,
+    ) -> *mut Opaque;
+    fn rocksdb_optimistictransactiondb_get_base_db(otxn: *mut Opaque) -> *mut Opaque;
+    fn rocksdb_optimistictransactiondb_close_base_db(db: *mut Opaque);
+    fn rocksdb_optimistictransactiondb_close(otxn: *mut Opaque);
+    fn rocksdb_optimistictransaction_options_create() -> *mut Opaque;
+    fn rocksdb_optimistictransaction_options_destroy(o: *mut Opaque);
+    fn rocksdb_optimistictransaction_begin(
+        otxn: *mut Opaque,
+        w: *const Opaque,
+        o: *const Opaque,
+        old: *mut Opaque,
+    ) -> *mut Opaque;
+    fn rocksdb_transaction_get_for_update(
+        txn: *mut Opaque,
+        r: *const Opaque,
+        k: *const c_char,
+        kl: usize,
+        vl: *mut usize,
+        exclusive: u8,
+        err: *mut *mut c_char,
+    ) -> *mut c_char;
+    fn rocksdb_transaction_put(
+        txn: *mut Opaque,
+        k: *const c_char,
+        kl: usize,
+        v: *const c_char,
+        vl: usize,
+        err: *mut *mut c_char,
+    );
+    fn rocksdb_transaction_commit(txn: *mut Opaque, err: *mut *mut c_char);
+    fn rocksdb_transaction_destroy(txn: *mut Opaque);
 }
 
 fn check(err: *mut c_char) -> Result<()> {
@@ -125,12 +160,21 @@ fn check(err: *mut c_char) -> Result<()> {
 /// BlobDB (`enable_blob_files`: values of at least `--blob_threshold` bytes written to blob
 /// files at flush, garbage collected by compactions with RocksDB's default age cutoff,
 /// Snappy per `--blob_compression`), the peer of `strata-blob`.
+///
+/// With `optimistic`, `rocksdb-optimistic`: the database opened as RocksDB's
+/// `OptimisticTransactionDB` (every plain operation through its base database), whose
+/// transactions read with `GetForUpdate` (so every key read is checked) and fail their
+/// commit on a conflict: the peer of Strata's transactions. Chosen by name only.
 #[derive(Debug)]
 pub struct RocksDbKind {
     pub blob: bool,
+    pub optimistic: bool,
 }
 
 struct RocksDb {
+    /// The optimistic transaction database `db` is the base of (null: a plain database).
+    otxn: *mut Opaque,
+    otxn_options: *mut Opaque,
     db: *mut Opaque,
     options: *mut Opaque,
     table: *mut Opaque,
@@ -148,7 +192,14 @@ unsafe impl Sync for RocksDb {}
 
 impl EngineKind for RocksDbKind {
     fn name(&self) -> &'static str {
-        if self.blob { "rocksdb-blob" } else { "rocksdb" }
+        match (self.blob, self.optimistic) {
+            (_, true) => "rocksdb-optimistic",
+            (true, false) => "rocksdb-blob",
+            (false, false) => "rocksdb",
+        }
+    }
+    fn has_transactions(&self) -> bool {
+        self.optimistic
     }
     fn version(&self) -> String {
         env!("STRATA_ROCKSDB_BUILD").to_string()
@@ -190,8 +241,23 @@ impl EngineKind for RocksDbKind {
             }
             rocksdb_options_set_block_based_table_factory(options, table);
             let mut err = ptr::null_mut();
-            let db = rocksdb_open(options, name.as_ptr(), &mut err);
+            let (otxn, db) = if self.optimistic {
+                let otxn = rocksdb_optimistictransactiondb_open(options, name.as_ptr(), &mut err);
+                let base = if otxn.is_null() {
+                    ptr::null_mut()
+                } else {
+                    rocksdb_optimistictransactiondb_get_base_db(otxn)
+                };
+                (otxn, base)
+            } else {
+                (
+                    ptr::null_mut(),
+                    rocksdb_open(options, name.as_ptr(), &mut err),
+                )
+            };
             let engine = RocksDb {
+                otxn,
+                otxn_options: rocksdb_optimistictransaction_options_create(),
                 db,
                 options,
                 table,
@@ -225,9 +291,15 @@ impl Drop for RocksDb {
         // SAFETY: every pointer was created in `open` and is destroyed once; no iterator
         // outlives the engine (they are local to `scan` and `seek`).
         unsafe {
-            if !self.db.is_null() {
+            if !self.otxn.is_null() {
+                if !self.db.is_null() {
+                    rocksdb_optimistictransactiondb_close_base_db(self.db);
+                }
+                rocksdb_optimistictransactiondb_close(self.otxn);
+            } else if !self.db.is_null() {
                 rocksdb_close(self.db);
             }
+            rocksdb_optimistictransaction_options_destroy(self.otxn_options);
             rocksdb_readoptions_destroy(self.read);
             rocksdb_writeoptions_destroy(self.write_async);
             rocksdb_writeoptions_destroy(self.write_sync);
@@ -287,7 +359,99 @@ impl Iter {
     }
 }
 
+impl RocksDb {
+    /// The body of `transact` on transaction `txn`: reads with `GetForUpdate`, writes,
+    /// commits. `Ok(false)` on a conflict (RocksDB's Busy or TryAgain).
+    fn run_transaction(
+        &self,
+        txn: *mut Opaque,
+        keys: &[&[u8]],
+        update: &mut Update<'_>,
+    ) -> Result<bool> {
+        let mut read = Vec::with_capacity(keys.len());
+        for k in keys {
+            let (mut err, mut len) = (ptr::null_mut(), 0usize);
+            // SAFETY: a live transaction; the key is valid for the call; the value is a
+            // malloc'ed copy, copied out and freed once.
+            let v = unsafe {
+                rocksdb_transaction_get_for_update(
+                    txn,
+                    self.read,
+                    k.as_ptr().cast(),
+                    k.len(),
+                    &mut len,
+                    1,
+                    &mut err,
+                )
+            };
+            check(err)?;
+            if v.is_null() {
+                read.push(None);
+            } else {
+                // SAFETY: `v` holds `len` bytes, freed once after the copy.
+                read.push(Some(
+                    unsafe { std::slice::from_raw_parts(v.cast::<u8>(), len) }.to_vec(),
+                ));
+                // SAFETY: as above.
+                unsafe { rocksdb_free(v.cast()) };
+            }
+        }
+        for (k, v) in keys.iter().zip(update(&read)) {
+            let mut err = ptr::null_mut();
+            // SAFETY: a live transaction; slices valid for the call; RocksDB copies them.
+            unsafe {
+                rocksdb_transaction_put(
+                    txn,
+                    k.as_ptr().cast(),
+                    k.len(),
+                    v.as_ptr().cast(),
+                    v.len(),
+                    &mut err,
+                )
+            };
+            check(err)?;
+        }
+        let mut err = ptr::null_mut();
+        // SAFETY: a live transaction, committed once.
+        unsafe { rocksdb_transaction_commit(txn, &mut err) };
+        match check(err) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                let m = e.to_string();
+                if m.contains("Resource busy") || m.contains("Try again") || m.contains("TryAgain")
+                {
+                    Ok(false)
+                } else {
+                    Err(e)
+                }
+            }
+        }
+    }
+}
+
 impl Engine for RocksDb {
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+        if self.otxn.is_null() {
+            return Err(crate::engine::Cannot("no transactions".into()).into());
+        }
+        // SAFETY: the optimistic database is open; the transaction is destroyed below,
+        // whatever `run_transaction` returns.
+        let txn = unsafe {
+            rocksdb_optimistictransaction_begin(
+                self.otxn,
+                self.wo(sync),
+                self.otxn_options,
+                ptr::null_mut(),
+            )
+        };
+        if txn.is_null() {
+            return Err(anyhow!("rocksdb_optimistictransaction_begin returned null"));
+        }
+        let out = self.run_transaction(txn, keys, update);
+        // SAFETY: created above, destroyed once.
+        unsafe { rocksdb_transaction_destroy(txn) };
+        out
+    }
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
         let mut err = ptr::null_mut();
         // SAFETY: slices valid for the call; RocksDB copies them.
