@@ -61,14 +61,13 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
 /// Engines chosen by name only, not part of `--engines=all`: columns for the transaction
 /// workloads (RocksDB's optimistic transaction database).
 pub fn by_name_only() -> Vec<&'static dyn EngineKind> {
-    #[allow(unused_mut)]
-    let mut v: Vec<&'static dyn EngineKind> = Vec::new();
-    #[cfg(feature = "rocksdb")]
-    v.push(&rocksdb::RocksDbKind {
-        blob: false,
-        optimistic: true,
-    });
-    v
+    vec![
+        #[cfg(feature = "rocksdb")]
+        &rocksdb::RocksDbKind {
+            blob: false,
+            optimistic: true,
+        },
+    ]
 }
 
 /// The engine called `name`, if this build has it.
