@@ -1,7 +1,9 @@
 //! The whole database against a `BTreeMap` model: random puts, deletes, batches (with
 //! range deletes among their writes), `flush_wal`, gets,
 //! forward and reverse range scans, snapshots held across writes, manual compactions,
-//! and reopens, with a 64 KiB write buffer so flushes and compactions run all the time.
+//! transactions held open across other writes (their reads, scans and commits, a
+//! conflict predicted from what was written since they began), and reopens, with a
+//! 64 KiB write buffer so flushes and compactions run all the time.
 //!
 //! `STRATA_MODEL_OPS` (default 200,000) operations in `STRATA_MODEL_ROUNDS` (default 20)
 //! rounds with a reopen between rounds; `STRATA_MODEL_SEED` picks the seed (printed).
@@ -14,16 +16,163 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::path::Path;
 use std::sync::Arc;
 
 use common::{Rng, env_u64};
 use strata::env::MemEnv;
-use strata::{Db, Options, ReadOptions, Snapshot, WriteBatch};
+use strata::{Db, Options, ReadOptions, Snapshot, Transaction, WriteBatch};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// An open transaction and what the model says of it.
+struct TxnModel<'db> {
+    txn: Transaction<'db>,
+    /// The database when it began.
+    snapshot: Model,
+    /// Its own writes: `None` a delete.
+    own: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Keys it read from its snapshot, and ranges it scanned.
+    read_keys: Vec<Vec<u8>>,
+    read_ranges: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Keys written by others since it began.
+    written: BTreeSet<Vec<u8>>,
+}
+
+impl TxnModel<'_> {
+    /// What its reads should see of `k`.
+    fn sees(&self, k: &[u8]) -> Option<Vec<u8>> {
+        match self.own.get(k) {
+            Some(v) => v.clone(),
+            None => self.snapshot.get(k).cloned(),
+        }
+    }
+
+    /// True if its commit must fail: it wrote something, and something it read was
+    /// written since it began.
+    fn conflicts(&self) -> bool {
+        !self.own.is_empty()
+            && (self.read_keys.iter().any(|k| self.written.contains(k))
+                || self
+                    .read_ranges
+                    .iter()
+                    .any(|(lo, hi)| self.written.range(lo.clone()..hi.clone()).next().is_some()))
+    }
+}
+
+/// One step of the open transaction (starting one if none is open): a get, a put, a
+/// delete, a scan either way, or the commit, each checked against the model. A commit
+/// returns whether it failed with a conflict.
+fn transaction_step<'db>(
+    db: &'db Db,
+    slot: &mut Option<TxnModel<'db>>,
+    model: &mut Model,
+    rng: &mut Rng,
+    ctx: &str,
+) -> Option<bool> {
+    let Some(t) = slot.as_mut() else {
+        *slot = Some(TxnModel {
+            txn: db.transaction(),
+            snapshot: model.clone(),
+            own: BTreeMap::new(),
+            read_keys: Vec::new(),
+            read_ranges: Vec::new(),
+            written: BTreeSet::new(),
+        });
+        return None;
+    };
+    match rng.below(8) {
+        0 | 1 => {
+            let k = key(rng);
+            assert_eq!(
+                t.txn.get(&k).unwrap(),
+                t.sees(&k),
+                "{ctx}: transaction get {k:?}"
+            );
+            if !t.own.contains_key(&k) {
+                t.read_keys.push(k);
+            }
+        }
+        2 | 3 => {
+            let (k, v) = (key(rng), value(rng));
+            t.txn.put(&k, &v);
+            t.own.insert(k, Some(v));
+        }
+        4 => {
+            let k = key(rng);
+            t.txn.delete(&k);
+            t.own.insert(k, None);
+        }
+        5 => {
+            let (lo, hi) = key_range(rng);
+            let mut keys: BTreeSet<Vec<u8>> = t
+                .snapshot
+                .range(lo.clone()..hi.clone())
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.extend(t.own.range(lo.clone()..hi.clone()).map(|(k, _)| k.clone()));
+            let mut expected: Vec<(Vec<u8>, Vec<u8>)> = keys
+                .into_iter()
+                .filter_map(|k| t.sees(&k).map(|v| (k, v)))
+                .collect();
+            let reverse = rng.below(2) == 0;
+            let got: Vec<_> = if reverse {
+                expected.reverse();
+                t.txn
+                    .range_rev(lo.clone()..hi.clone())
+                    .map(|r| r.unwrap())
+                    .collect()
+            } else {
+                t.txn
+                    .range(lo.clone()..hi.clone())
+                    .map(|r| r.unwrap())
+                    .collect()
+            };
+            assert!(
+                got == expected,
+                "{ctx}: transaction scan {lo:?}..{hi:?} reverse={reverse}"
+            );
+            t.read_ranges.push((lo, hi));
+        }
+        _ => {
+            let t = slot.take()?;
+            let conflict = t.conflicts();
+            let own = t.own;
+            match t.txn.commit() {
+                Ok(()) => {
+                    assert!(
+                        !conflict,
+                        "{ctx}: a commit the model says conflicts went through"
+                    );
+                    for (k, v) in own {
+                        match v {
+                            Some(v) => model.insert(k, v),
+                            None => model.remove(&k),
+                        };
+                    }
+                }
+                Err(e) => {
+                    assert!(e.is_conflict(), "{ctx}: commit failed: {e}");
+                    assert!(
+                        conflict,
+                        "{ctx}: a commit the model lets through failed: {e}"
+                    );
+                }
+            }
+            return Some(conflict);
+        }
+    }
+    None
+}
+
+/// Notes `k` as written for the open transaction, if any.
+fn note_write(slot: &mut Option<TxnModel<'_>>, k: &[u8]) {
+    if let Some(t) = slot.as_mut() {
+        t.written.insert(k.to_vec());
+    }
+}
 
 fn options(env: &MemEnv, rng: &mut Rng) -> Options {
     Options {
@@ -123,6 +272,8 @@ fn database_matches_a_btreemap() {
     let mut model = Model::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
     let mut done = 0u64;
+    // Transactions committed, and failed with the conflict the model predicted.
+    let mut commits = (0u64, 0u64);
     for round in 0..rounds {
         let db = Db::open(path, options(&env, &mut rng)).unwrap();
         // Everything survived the reopen.
@@ -133,17 +284,29 @@ fn database_matches_a_btreemap() {
             "seed {seed} round {round}: state after reopen differs"
         );
         let per_round = ops / rounds;
+        let mut txn: Option<TxnModel<'_>> = None;
         for i in 0..per_round {
             let ctx = format!("seed {seed} round {round} op {i}");
+            if rng.below(100) < 8 {
+                match transaction_step(&db, &mut txn, &mut model, &mut rng, &ctx) {
+                    Some(true) => commits.1 += 1,
+                    Some(false) => commits.0 += 1,
+                    None => {}
+                }
+                done += 1;
+                continue;
+            }
             match rng.below(100) {
                 0..=34 => {
                     let (k, v) = (key(&mut rng), value(&mut rng));
                     db.put(&k, &v).unwrap();
+                    note_write(&mut txn, &k);
                     model.insert(k, v);
                 }
                 35..=44 => {
                     let k = key(&mut rng);
                     db.delete(&k).unwrap();
+                    note_write(&mut txn, &k);
                     model.remove(&k);
                 }
                 45..=54 => {
@@ -153,13 +316,19 @@ fn database_matches_a_btreemap() {
                         if rng.below(15) == 0 {
                             let (start, end) = key_range(&mut rng);
                             b.delete_range(&start, &end);
+                            // The keys there when it is written: deleted, so written.
+                            for k in model.range(start.clone()..end.clone()).map(|(k, _)| k) {
+                                note_write(&mut txn, k);
+                            }
                             model.retain(|k, _| !(&start <= k && k < &end));
                         } else if rng.below(3) == 0 {
                             b.delete(&k);
+                            note_write(&mut txn, &k);
                             model.remove(&k);
                         } else {
                             let v = value(&mut rng);
                             b.put(&k, &v);
+                            note_write(&mut txn, &k);
                             model.insert(k, v);
                         }
                     }
@@ -208,9 +377,14 @@ fn database_matches_a_btreemap() {
             }
             done += 1;
         }
-        // Snapshots belong to the open database: they end with it.
+        // Snapshots and transactions belong to the open database: they end with it.
         snapshots.clear();
+        drop(txn);
         db.close().unwrap();
     }
-    println!("model test: {done} operations checked");
+    println!(
+        "model test: {done} operations checked; transactions: {} committed, {} conflicts",
+        commits.0, commits.1
+    );
+    assert!(commits.0 > 0 && (ops < 10_000 || commits.1 > 0));
 }
