@@ -153,6 +153,9 @@ pub fn spec(name: &str, flags: &Flags) -> Result<Spec> {
         "sstables" => s.kind = Kind::Sstables,
         other => bail!("unknown benchmark {other:?}"),
     }
+    if flags.batch_size > 0 && matches!(name, "fillseq" | "fillrandom" | "overwrite") {
+        s.batch = flags.batch_size;
+    }
     Ok(s)
 }
 

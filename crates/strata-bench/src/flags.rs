@@ -42,6 +42,10 @@ pub struct Flags {
     /// (RocksDB db_bench's flag).
     #[arg(long = "transaction_sets", default_value_t = 2)]
     pub transaction_sets: u64,
+    /// Entries per write batch of fillseq, fillrandom and overwrite (RocksDB db_bench's
+    /// flag); 0: each benchmark's own (1, or 1,000 for the batch benchmarks).
+    #[arg(long = "batch_size", default_value_t = 0)]
+    pub batch_size: usize,
     /// Print latency percentiles.
     #[arg(long, default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub histogram: bool,
