@@ -71,6 +71,20 @@ pub struct Transaction<'db> {
 
 impl Db {
     /// Starts a transaction: its reads see the database as it is now.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open(dir.path(), strata::Options { create_if_missing: true, ..Default::default() })?;
+    /// db.put("stock", "5")?;
+    /// let mut txn = db.transaction();
+    /// let stock: u32 = String::from_utf8(txn.get("stock")?.ok_or("no stock")?)?.parse()?;
+    /// db.put("stock", "4")?; // someone else sells one meanwhile
+    /// txn.put("stock", (stock - 1).to_string());
+    /// let err = txn.commit().unwrap_err(); // it read "stock" before that write
+    /// assert!(err.is_conflict());
+    /// assert_eq!(db.get("stock")?.as_deref(), Some(&b"4"[..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn transaction(&self) -> Transaction<'_> {
         let mut st = self.inner.lock();
         let seqnum = st.versions.last_seqnum;
@@ -95,6 +109,22 @@ impl Db {
     /// transaction after each conflict, at most `attempts` times in all; other errors
     /// (from `f` or the commit) end it at once. Returns what `f` returned with the
     /// transaction that committed, or the last conflict.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open(dir.path(), strata::Options { create_if_missing: true, ..Default::default() })?;
+    /// // A counter that many threads may bump at once without losing a bump.
+    /// let bumped = db.transact(100, |txn| {
+    ///     let n: u64 = match txn.get("hits")? {
+    ///         Some(v) => String::from_utf8_lossy(&v).parse().unwrap_or(0),
+    ///         None => 0,
+    ///     };
+    ///     txn.put("hits", (n + 1).to_string());
+    ///     Ok(n + 1)
+    /// })?;
+    /// assert_eq!(bumped, 1);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn transact<T>(
         &self,
         attempts: usize,
@@ -218,6 +248,20 @@ impl<'db> Transaction<'db> {
     /// The entries with keys in `range`, in key order, as the transaction sees them. The
     /// whole range counts as read: a key written into it by another transaction after
     /// this one started makes this one's commit fail, even past where the caller stopped.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = strata::Db::open(dir.path(), strata::Options { create_if_missing: true, ..Default::default() })?;
+    /// db.put("seat/1", "taken")?;
+    /// let mut txn = db.transaction();
+    /// txn.put("seat/2", "taken"); // its own write shows in its scans
+    /// let taken = txn.range("seat/".."seat0").count();
+    /// assert_eq!(taken, 2);
+    /// db.put("seat/3", "taken")?; // an insert into the scanned range...
+    /// txn.put("full", taken.to_string());
+    /// assert!(txn.commit().unwrap_err().is_conflict()); // ...fails the commit
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn range<K: AsRef<[u8]>>(&mut self, range: impl RangeBounds<K>) -> TransactionRange {
         self.range_opt(range, false)
     }
