@@ -651,15 +651,15 @@ impl Worker {
         let mut keys: Vec<Vec<u8>> = Vec::new();
         timed_loop(flags, spec.num, 0.0, hist, |_| {
             keys.clear();
-            let increment;
-            if spec.kind == Kind::RandomTransaction {
-                increment = 1 + rng.uniform(100);
+            // What the transaction writes: each set's value plus an increment
+            // (randomtransaction), or one new value (readmodifywrite).
+            let (increment, value) = if spec.kind == Kind::RandomTransaction {
                 for set in 0..sets {
                     set_key(set, rng.uniform(spec.num), k);
                     keys.push(k.clone());
                 }
+                (1 + rng.uniform(100), None)
             } else {
-                increment = 0;
                 key(rng.uniform(spec.num), k);
                 if rng.uniform(2) == 0 {
                     // The read half: a plain point read.
@@ -669,12 +669,14 @@ impl Worker {
                     return Ok(());
                 }
                 keys.push(k.clone());
-            }
+                (0, Some(values.generate(spec.value_size).to_vec()))
+            };
             let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-            let value = values.generate(spec.value_size).to_vec();
             let mut update = |read: &[Option<Vec<u8>>]| -> Vec<Vec<u8>> {
-                if spec.kind == Kind::RandomTransaction {
-                    read.iter()
+                match &value {
+                    Some(v) => read.iter().map(|_| v.clone()).collect(),
+                    None => read
+                        .iter()
                         .map(|v| {
                             let now = v
                                 .as_deref()
@@ -682,9 +684,7 @@ impl Worker {
                                 .unwrap_or(0);
                             (now + increment).to_string().into_bytes()
                         })
-                        .collect()
-                } else {
-                    read.iter().map(|_| value.clone()).collect()
+                        .collect(),
                 }
             };
             while !engine.transact(&refs, &mut update, spec.sync)? {
