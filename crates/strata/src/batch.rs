@@ -46,6 +46,15 @@ pub enum BatchOp<'a> {
     BlobRef(&'a [u8], &'a [u8]),
 }
 
+impl<'a> BatchOp<'a> {
+    /// The key the operation writes.
+    pub(crate) fn key(&self) -> &'a [u8] {
+        match *self {
+            BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::BlobRef(k, _) => k,
+        }
+    }
+}
+
 /// An atomic group of writes, kept in its encoded form.
 #[derive(Clone, PartialEq, Eq)]
 pub struct WriteBatch {

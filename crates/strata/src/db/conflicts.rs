@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
+use super::iter::in_bounds;
 use crate::comparator::InternalOrder;
 use crate::error::{Error, Result};
 use crate::key::SeqNum;
@@ -196,17 +197,12 @@ fn conflict(what: &str) -> Error {
 
 /// True if `key` lies in `range` in the database's order.
 pub(super) fn contains(range: &KeyRange, key: &[u8], order: &InternalOrder) -> bool {
-    let above = match &range.0 {
-        Bound::Unbounded => true,
-        Bound::Included(l) => order.compare_user(key, l).is_ge(),
-        Bound::Excluded(l) => order.compare_user(key, l).is_gt(),
-    };
-    let below = match &range.1 {
-        Bound::Unbounded => true,
-        Bound::Included(u) => order.compare_user(key, u).is_le(),
-        Bound::Excluded(u) => order.compare_user(key, u).is_lt(),
-    };
-    above && below
+    in_bounds(
+        order,
+        key,
+        range.0.as_ref().map(Vec::as_slice),
+        range.1.as_ref().map(Vec::as_slice),
+    )
 }
 
 /// True if no key can lie in `range` (its start after its end, or an empty interval).

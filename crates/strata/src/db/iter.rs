@@ -415,19 +415,34 @@ impl Range {
     }
 
     fn in_range(&self, k: &[u8]) -> bool {
-        let order = self.cursor.order();
-        let above_lower = match &self.lower {
-            Bound::Unbounded => true,
-            Bound::Included(l) => order.compare_user(k, l).is_ge(),
-            Bound::Excluded(l) => order.compare_user(k, l).is_gt(),
-        };
-        let below_upper = match &self.upper {
-            Bound::Unbounded => true,
-            Bound::Included(u) => order.compare_user(k, u).is_le(),
-            Bound::Excluded(u) => order.compare_user(k, u).is_lt(),
-        };
-        above_lower && below_upper
+        in_bounds(
+            self.cursor.order(),
+            k,
+            self.lower.as_ref().map(Vec::as_slice),
+            self.upper.as_ref().map(Vec::as_slice),
+        )
     }
+}
+
+/// True if user key `k` lies between `lower` and `upper` in the database's order.
+#[inline]
+pub(super) fn in_bounds(
+    order: &InternalOrder,
+    k: &[u8],
+    lower: Bound<&[u8]>,
+    upper: Bound<&[u8]>,
+) -> bool {
+    let above_lower = match lower {
+        Bound::Unbounded => true,
+        Bound::Included(l) => order.compare_user(k, l).is_ge(),
+        Bound::Excluded(l) => order.compare_user(k, l).is_gt(),
+    };
+    let below_upper = match upper {
+        Bound::Unbounded => true,
+        Bound::Included(u) => order.compare_user(k, u).is_le(),
+        Bound::Excluded(u) => order.compare_user(k, u).is_lt(),
+    };
+    above_lower && below_upper
 }
 
 impl Iterator for Range {

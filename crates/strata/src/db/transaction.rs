@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::ops::{Bound, RangeBounds};
 
 use super::conflicts::{KeyRange, ReadSet, contains};
-use super::iter::{KeyValue, Range};
+use super::iter::{KeyValue, Range, in_bounds};
 use super::{Db, check_sizes, write};
 use crate::batch::WriteBatch;
 use crate::comparator::InternalOrder;
@@ -239,9 +239,9 @@ impl<'db> Transaction<'db> {
     /// included; its later writes there stay.
     pub fn delete_range(&mut self, start: impl AsRef<[u8]>, end: impl AsRef<[u8]>) {
         let (start, end) = (start.as_ref().to_vec(), end.as_ref().to_vec());
-        let range: KeyRange = (Bound::Included(start.clone()), Bound::Excluded(end.clone()));
         let order = &self.order;
-        self.writes.retain(|(k, _)| !contains(&range, k, order));
+        self.writes
+            .retain(|(k, _)| !in_bounds(order, k, Bound::Included(&start), Bound::Excluded(&end)));
         self.deleted.push((start, end));
     }
 
@@ -340,11 +340,7 @@ impl<'db> Transaction<'db> {
         if let Ok(i) = self.find(key) {
             return Some(self.writes[i].1.as_deref());
         }
-        let order = &self.order;
-        self.deleted
-            .iter()
-            .any(|(s, e)| order.compare_user(key, s).is_ge() && order.compare_user(key, e).is_lt())
-            .then_some(None)
+        range_deleted(&self.deleted, key, &self.order).then_some(None)
     }
 
     fn set(&mut self, key: &[u8], value: Option<Vec<u8>>) {
@@ -395,12 +391,13 @@ impl TransactionRange {
         let c = self.order.compare_user(a, b);
         if self.reverse { c.is_gt() } else { c.is_lt() }
     }
+}
 
-    fn range_deleted(&self, key: &[u8]) -> bool {
-        self.deleted.iter().any(|(s, e)| {
-            self.order.compare_user(key, s).is_ge() && self.order.compare_user(key, e).is_lt()
-        })
-    }
+/// True if `key` lies in one of the range deletes `[start, end)` of `deleted`.
+fn range_deleted(deleted: &[(Vec<u8>, Vec<u8>)], key: &[u8], order: &InternalOrder) -> bool {
+    deleted
+        .iter()
+        .any(|(s, e)| in_bounds(order, key, Bound::Included(s), Bound::Excluded(e)))
 }
 
 impl Iterator for TransactionRange {
@@ -449,7 +446,7 @@ impl Iterator for TransactionRange {
             let Some((k, v)) = self.peeked.take() else {
                 continue;
             };
-            if !self.range_deleted(&k) {
+            if !range_deleted(&self.deleted, &k, &self.order) {
                 return Some(Ok((k, v)));
             }
         }

@@ -314,13 +314,11 @@ fn hand_out(st: &mut State, me: &Arc<Writer>, group_size: usize, result: &Result
 
 /// Records the writes of a published group (TX1): its ops hold seqnums `first` on.
 fn record_writes(st: &mut State, group: &WriteBatch, first: u64) {
+    // The group was decoded whole before it was written (B1): no op is an error here.
     for (i, op) in group.iter().enumerate() {
-        let key = match op {
-            Ok(BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::BlobRef(k, _)) => k,
-            // The group was decoded whole before it was written (B1).
-            Err(_) => continue,
-        };
-        st.conflicts.record(key, first + i as u64);
+        if let Ok(op) = op {
+            st.conflicts.record(op.key(), first + i as u64);
+        }
     }
 }
 
@@ -328,10 +326,7 @@ fn record_writes(st: &mut State, group: &WriteBatch, first: u64) {
 fn written_keys(group: &WriteBatch) -> Vec<&[u8]> {
     group
         .iter()
-        .filter_map(|op| match op {
-            Ok(BatchOp::Put(k, _) | BatchOp::Delete(k) | BatchOp::BlobRef(k, _)) => Some(k),
-            Err(_) => None,
-        })
+        .filter_map(|op| op.ok().map(|op| op.key()))
         .collect()
 }
 
