@@ -7,7 +7,7 @@ SHELL := /bin/bash
 # A comma inside $(call ...)'s arguments.
 , := ,
 
-.PHONY: libleveldb test bench bench-full bench-yardstick bench-group-commit bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
+.PHONY: pages libleveldb test bench bench-full bench-yardstick bench-group-commit bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
 # `clippy -p strata --lib` lints the engine as users build it (no features; the
 # workspace's tools turn `internals` and `testing` on for everything else), and
@@ -28,6 +28,16 @@ test: deps
 	wait $$io; io_rc=$$?; cat $$log; rm -f $$log; [ $$rc -eq 0 ] && [ $$io_rc -eq 0 ]
 	$(CARGO) test --workspace $(PEERS) --doc
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --no-deps -p strata -p strata-c -p strata-openraft
+
+# The current pages (docs/results/current.txt) redrawn from their JSON files by today's
+# `strata-bench report`, and the results index: after a change to the report's drawing
+# (make test fails until the committed pages are what it draws).
+pages:
+	grep -v '^#' docs/results/current.txt | while IFS=$$'\t' read -r suite folder; do \
+		d=docs/results/$$folder; rm -rf $$d/charts; \
+		$(CARGO) run -q -p strata-bench -- report $$d/*.json --out $$d > /dev/null; \
+	done
+	$(CARGO) run -q -p strata-bench -- site docs/results > /dev/null
 
 # LevelDB's C API over Strata, installed as libleveldb.so.1/.so.1d/.so in DIR
 # (default target/libleveldb): run existing LevelDB programs with LD_LIBRARY_PATH=DIR.

@@ -94,6 +94,31 @@ impl Bar {
     }
 }
 
+/// A size in bytes as a person reads it: `100 B`, `1 KB`, `100 KB`, `1 MB`, `2.5 GB`.
+pub fn bytes(v: f64) -> String {
+    let units = [("GB", 1u64 << 30), ("MB", 1 << 20), ("KB", 1 << 10)];
+    for (name, size) in units {
+        let x = v / size as f64;
+        if x >= 1.0 {
+            return if x >= 10.0 || (x - x.round()).abs() < 0.05 {
+                format!("{x:.0} {name}")
+            } else {
+                format!("{x:.1} {name}")
+            };
+        }
+    }
+    format!("{v:.0} B")
+}
+
+/// A size on an axis, narrow: `100B`, `1K`, `256K`, `1M`.
+pub fn bytes_tick(v: f64) -> String {
+    bytes(v)
+        .replace(" KB", "K")
+        .replace(" MB", "M")
+        .replace(" GB", "G")
+        .replace(' ', "")
+}
+
 /// `1234567.8` as `1,234,568`.
 pub fn thousands(v: f64) -> String {
     if !v.is_finite() {
@@ -112,9 +137,13 @@ pub fn thousands(v: f64) -> String {
 }
 
 /// An axis tick: `2.5M`, `300k`, `40`, `2.5`, `0.25`.
-fn short(v: f64) -> String {
-    if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
+pub fn short(v: f64) -> String {
+    // `10M`, not `10.0M`.
+    let trim = |t: String| t.strip_suffix(".0").map_or(t.clone(), str::to_string);
+    if v >= 1e9 {
+        format!("{}G", trim(format!("{:.1}", v / 1e9)))
+    } else if v >= 1e6 {
+        format!("{}M", trim(format!("{:.1}", v / 1e6)))
     } else if v >= 1e3 {
         format!("{:.0}k", v / 1e3)
     } else if v >= 10.0 || v == 0.0 {
@@ -123,6 +152,38 @@ fn short(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
+    }
+}
+
+/// Seconds as a person reads them: `3.5 ms`, `120 ms`, `2.50 s`, `15 µs`.
+pub fn duration(secs: f64) -> String {
+    if !secs.is_finite() {
+        "-".into()
+    } else if secs == 0.0 {
+        "0".into()
+    } else if secs >= 1.0 {
+        format!("{secs:.2} s")
+    } else if secs >= 1e-3 {
+        let ms = secs * 1e3;
+        if ms >= 10.0 {
+            format!("{ms:.0} ms")
+        } else {
+            format!("{ms:.1} ms")
+        }
+    } else {
+        format!("{:.0} µs", secs * 1e6)
+    }
+}
+
+/// A ratio with two significant digits however small: `1.33`, `0.25`, `0.0012`.
+pub fn ratio_text(r: f64) -> String {
+    if !r.is_finite() {
+        "-".into()
+    } else if r >= 0.1 || r == 0.0 {
+        format!("{r:.2}")
+    } else {
+        let digits = (1 - r.log10().floor() as i32).clamp(2, 9) as usize;
+        format!("{r:.digits$}")
     }
 }
 
@@ -143,14 +204,14 @@ impl Scale {
     fn figure(self, v: f64) -> String {
         match self {
             Scale::PerSecond => thousands(v),
-            Scale::Seconds => format!("{v:.2} s"),
+            Scale::Seconds => duration(v),
         }
     }
 
     fn tick(self, v: f64) -> String {
         match self {
             Scale::PerSecond => short(v),
-            Scale::Seconds => format!("{v:.2}"),
+            Scale::Seconds => duration(v),
         }
     }
 }
@@ -172,9 +233,20 @@ pub fn axis_max(bars: &[Bar], reference: Option<&Reference>) -> f64 {
         .fold(0.0f64, f64::max)
 }
 
+/// Text sizes as plotters takes them (it writes a size of n as n / 1.24 SVG units; a
+/// chart is drawn 860 wide and shown at about that): 15, 12 and 11 px on the page.
+const TITLE_PX: u32 = 19;
+const LABEL_PX: u32 = 15;
+const NOTE_PX: u32 = 14;
+
+/// Bars whose figures span more than this factor are drawn on a logarithmic axis: on a
+/// linear one the smallest would be under 2 px.
+const LOG_SPREAD: f64 = 150.0;
+
 /// A horizontal bar chart, first bar on top, each bar labelled with its figure and, for
 /// peers, the ratio of its time per operation to Strata's; with a dashed reference line
-/// when one is given.
+/// when one is given, labelled in a row of its own above the bars. Figures spanning more
+/// than [`LOG_SPREAD`] are drawn on a logarithmic axis, which the axis title says.
 pub fn bars(
     title: &str,
     unit: &str,
@@ -183,19 +255,44 @@ pub fn bars(
     reference: Option<&Reference>,
 ) -> Result<String> {
     let n = bars.len().max(1);
-    let (width, height) = (860u32, 46 + 26 * n as u32 + 34);
+    // The reference line's label has the top row to itself.
+    let rows = n + usize::from(reference.is_some());
+    let (width, height) = (860u32, 46 + 26 * rows as u32 + 40);
     let max = axis_max(bars, reference);
-    let xmax = if max > 0.0 { max * 1.55 } else { 1.0 };
+    let min = bars
+        .iter()
+        .map(Bar::value)
+        .chain(reference.map(|r| r.value))
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let log = min.is_finite() && max / min > LOG_SPREAD;
+    // Where a value lies along the axis: itself, or its logarithm from a decade below
+    // the smallest.
+    let floor = if log { min.log10().floor() } else { 0.0 };
+    let at = move |v: f64| if log { v.max(1e-300).log10() } else { v };
+    let xmax = if max <= 0.0 || max.is_nan() {
+        1.0
+    } else if log {
+        // Room for the labels right of the longest bar: a bit over a third of the width.
+        at(max) + (at(max) - floor) * 0.55
+    } else {
+        max * 1.55
+    };
+    let unit = if log {
+        format!("{unit}, logarithmic scale")
+    } else {
+        unit.to_string()
+    };
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 17).into_font().color(&INK))
+            .caption(title, ("sans-serif", TITLE_PX).into_font().color(&INK))
             .margin(10)
-            .x_label_area_size(30)
+            .x_label_area_size(40)
             .y_label_area_size(190)
-            .build_cartesian_2d(0f64..xmax, (0..n).into_segmented())
+            .build_cartesian_2d(floor..xmax, (0..rows).into_segmented())
             .map_err(draw_err)?;
         // Segment 0 is at the bottom: bar i sits in segment n-1-i so the first is on top.
         let seg = |i: usize| n - 1 - i;
@@ -208,12 +305,14 @@ pub fn bars(
                 SegmentValue::CenterOf(s) if *s < n => labels[n - 1 - *s].clone(),
                 _ => String::new(),
             })
-            .y_label_style(("sans-serif", 13).into_font().color(&INK))
+            .y_label_style(("sans-serif", LABEL_PX).into_font().color(&INK))
+            .x_label_style(("sans-serif", LABEL_PX).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", LABEL_PX).into_font().color(&INK))
             // One label per bar: plotters thins labels to the hint otherwise.
-            .y_labels(n + 1)
+            .y_labels(rows + 1)
             .x_labels(6)
-            .x_label_formatter(&|x: &f64| scale.tick(*x))
-            .x_desc(unit)
+            .x_label_formatter(&|x: &f64| scale.tick(if log { 10f64.powf(*x) } else { *x }))
+            .x_desc(unit.as_str())
             .draw()
             .map_err(draw_err)?;
         chart
@@ -221,8 +320,8 @@ pub fn bars(
                 let color = bar_color(b)?;
                 let mut r = Rectangle::new(
                     [
-                        (0.0, SegmentValue::Exact(seg(i))),
-                        (b.value(), SegmentValue::Exact(seg(i) + 1)),
+                        (floor, SegmentValue::Exact(seg(i))),
+                        (at(b.value()).max(floor), SegmentValue::Exact(seg(i) + 1)),
                     ],
                     color.filled(),
                 );
@@ -231,22 +330,26 @@ pub fn bars(
             }))
             .map_err(draw_err)?;
         let left = Pos::new(HPos::Left, VPos::Center);
+        let pad = (xmax - floor) * 0.01;
         chart
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let at = (b.value() + xmax * 0.01, SegmentValue::CenterOf(seg(i)));
+                let at = (
+                    at(b.value()).max(floor) + pad,
+                    SegmentValue::CenterOf(seg(i)),
+                );
                 let (text, color) = bar_text(b, scale);
                 Text::new(
                     text,
                     at,
-                    ("sans-serif", 12).into_font().color(&color).pos(left),
+                    ("sans-serif", NOTE_PX).into_font().color(&color).pos(left),
                 )
             }))
             .map_err(draw_err)?;
         if let Some(r) = reference {
             let dashed = DashedLineSeries::new(
                 [
-                    (r.value, SegmentValue::Exact(0)),
-                    (r.value, SegmentValue::Exact(n)),
+                    (at(r.value), SegmentValue::Exact(0)),
+                    (at(r.value), SegmentValue::Exact(n)),
                 ],
                 6,
                 4,
@@ -256,17 +359,54 @@ pub fn bars(
             chart
                 .draw_series(std::iter::once(Text::new(
                     format!("{}: {}", r.label, scale.figure(r.value)),
-                    (r.value + xmax * 0.01, SegmentValue::Exact(n)),
-                    ("sans-serif", 11)
+                    (at(r.value), SegmentValue::CenterOf(n)),
+                    ("sans-serif", NOTE_PX)
                         .into_font()
                         .color(&INK)
-                        .pos(Pos::new(HPos::Left, VPos::Top)),
+                        .pos(Pos::new(
+                            if at(r.value) - floor > (xmax - floor) * 0.5 {
+                                HPos::Right
+                            } else {
+                                HPos::Left
+                            },
+                            VPos::Center,
+                        )),
                 )))
                 .map_err(draw_err)?;
         }
         root.present().map_err(draw_err)?;
     }
-    Ok(svg)
+    let measured: String = bars
+        .iter()
+        .filter_map(|b| match b {
+            Bar::Measured { engine, value, .. } if *value > 0.0 => {
+                Some(format!("{engine}={value};"))
+            }
+            _ => None,
+        })
+        .collect();
+    Ok(annotate(
+        svg,
+        &[("data-title", title), ("data-bars", &measured)],
+    ))
+}
+
+/// `svg` with `attrs` on its root element: what the chart was meant to show, for the page
+/// check (`tests/page_check.js`) to hold the drawing to.
+fn annotate(svg: String, attrs: &[(&str, &str)]) -> String {
+    let Some(rest) = svg.strip_prefix("<svg ") else {
+        return svg;
+    };
+    let mut out = String::from("<svg ");
+    for (name, value) in attrs {
+        let value = value
+            .replace('&', "&amp;")
+            .replace('"', "&quot;")
+            .replace('<', "&lt;");
+        out.push_str(&format!("{name}=\"{value}\" "));
+    }
+    out.push_str(rest);
+    out
 }
 
 /// A bar's colour: Strata's, a peer's, a published figure's; none for a missing one.
@@ -287,7 +427,7 @@ fn bar_text(b: &Bar, scale: Scale) -> (String, RGBColor) {
             let mut t = scale.figure(*value);
             let mut c = INK;
             if let Some(r) = ratio {
-                t.push_str(&format!("   x{r:.2}"));
+                t.push_str(&format!("   x{}", ratio_text(*r)));
                 c = if *r >= 1.0 { AHEAD } else { BEHIND };
             }
             (t, c)
@@ -302,6 +442,8 @@ fn bar_text(b: &Bar, scale: Scale) -> (String, RGBColor) {
 pub struct Line {
     /// Engine name.
     pub engine: String,
+    /// The engine's place among the page's engines: its colour, the same on every chart.
+    pub slot: usize,
     /// The points.
     pub points: Vec<(f64, f64)>,
 }
@@ -313,6 +455,8 @@ pub fn lines(title: &str, y_desc: &str, lines: &[Line]) -> Result<String> {
         y_desc,
         log_x: false,
         time: true,
+        x_tick: short,
+        y_tick: short,
     };
     sweep(title, &axes, lines, None)
 }
@@ -327,6 +471,10 @@ pub struct SweepAxes<'a> {
     pub log_x: bool,
     /// A time series: x from zero, no marker at every point (there is one a second).
     pub time: bool,
+    /// How an x tick reads (`short` for counts, `bytes` for sizes).
+    pub x_tick: fn(f64) -> String,
+    /// How a y tick reads (`short` for rates, `duration` for seconds).
+    pub y_tick: fn(f64) -> String,
 }
 
 /// A line chart of one benchmark against a swept setting (or of a series against time),
@@ -349,6 +497,9 @@ pub fn sweep(
     } else if lo.is_finite() && hi > lo {
         let pad = (hi - lo) * 0.05;
         (lo - pad, hi + pad)
+    } else if lo.is_finite() {
+        // One setting: a point mid-axis.
+        (lo - 1.0, lo + 1.0)
     } else {
         (0.0, 1.0)
     };
@@ -365,47 +516,70 @@ pub fn sweep(
         ys().fold(f64::INFINITY, f64::min),
         ys().fold(0.0f64, f64::max),
     );
-    let log_y = !axes.time && ylo.is_finite() && yhi / ylo >= 100.0;
-    let fy = move |y: f64| if log_y { y.max(1e-9).log10() } else { y };
+    let log_y = ylo.is_finite() && yhi / ylo >= 100.0;
+    let fy = move |y: f64| {
+        if log_y {
+            // A zero (a stalled second) lies on the floor.
+            y.max(ylo).log10()
+        } else {
+            y
+        }
+    };
     let (ymin, ymax) = if log_y {
         (fy(ylo).floor(), fy(yhi) + 0.1)
     } else {
         (0.0, yhi.max(1e-9) * 1.12)
     };
     let mut svg = String::new();
+    let plot;
     {
         let root = SVGBackend::with_string(&mut svg, (860, 380)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
+        // The legend has a column of its own right of the plot, so it covers no line.
+        let legend_width = lines
+            .iter()
+            .map(|l| l.engine.chars().count() as u32 * 8 + 40)
+            .max()
+            .unwrap_or(0);
         let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 17).into_font().color(&INK))
+            .caption(title, ("sans-serif", TITLE_PX).into_font().color(&INK))
             .margin(10)
-            .x_label_area_size(36)
-            .y_label_area_size(64)
+            .margin_right(10 + legend_width)
+            .x_label_area_size(44)
+            .y_label_area_size(72)
             .build_cartesian_2d(lo..hi, ymin..ymax)
             .map_err(draw_err)?;
+        let (px, py) = chart.plotting_area().get_pixel_range();
+        plot = format!("{},{},{},{}", px.start, py.start, px.end, py.end);
         let log_x = axes.log_x;
         chart
             .configure_mesh()
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
             .x_desc(axes.x_desc)
-            .y_desc(axes.y_desc)
-            .x_label_formatter(&|x: &f64| short(if log_x { 10f64.powf(*x) } else { *x }))
-            .y_label_formatter(&|y: &f64| short(if log_y { 10f64.powf(*y) } else { *y }))
+            .y_desc(if log_y {
+                format!("{}, logarithmic scale", axes.y_desc)
+            } else {
+                axes.y_desc.to_string()
+            })
+            .x_label_style(("sans-serif", LABEL_PX).into_font().color(&INK))
+            .y_label_style(("sans-serif", LABEL_PX).into_font().color(&INK))
+            .axis_desc_style(("sans-serif", LABEL_PX).into_font().color(&INK))
+            // A sweep's x ticks are its measured settings, drawn below; a time series
+            // keeps plotters' even seconds.
+            .x_labels(if axes.time { 10 } else { 0 })
+            .x_label_formatter(&|x: &f64| (axes.x_tick)(if log_x { 10f64.powf(*x) } else { *x }))
+            .y_label_formatter(&|y: &f64| (axes.y_tick)(if log_y { 10f64.powf(*y) } else { *y }))
             .draw()
             .map_err(draw_err)?;
-        for (i, l) in lines.iter().enumerate() {
-            let color = LINES[i % LINES.len()];
+        for l in lines {
+            let color = LINES[l.slot % LINES.len()];
             let points: Vec<(f64, f64)> = l.points.iter().map(|p| (fx(p.0), fy(p.1))).collect();
             chart
                 .draw_series(LineSeries::new(
                     points.iter().copied(),
                     color.stroke_width(2),
                 ))
-                .map_err(draw_err)?
-                .label(l.engine.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
-                });
+                .map_err(draw_err)?;
             if !axes.time {
                 chart
                     .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
@@ -423,34 +597,74 @@ pub fn sweep(
                 .map_err(draw_err)?;
             chart
                 .draw_series(std::iter::once(Text::new(
-                    format!("{}: {}", r.label, short(r.value)),
+                    format!("{}: {}", r.label, (axes.y_tick)(r.value)),
                     (lo, fy(r.value)),
-                    ("sans-serif", 11)
+                    ("sans-serif", NOTE_PX)
                         .into_font()
                         .color(&INK)
                         .pos(Pos::new(HPos::Left, VPos::Bottom)),
                 )))
                 .map_err(draw_err)?;
         }
-        // The legend goes where the first line is not: below it when the line rises.
-        let rises = lines
-            .first()
-            .and_then(|l| Some(l.points.last()?.1 > l.points.first()?.1))
-            .unwrap_or(false);
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(MUTED)
-            .position(if rises {
-                SeriesLabelPosition::LowerRight
-            } else {
-                SeriesLabelPosition::UpperRight
-            })
-            .draw()
+        if !axes.time {
+            let mut measured: Vec<f64> = lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|p| p.0))
+                .collect();
+            measured.sort_by(f64::total_cmp);
+            measured.dedup();
+            for x in measured {
+                let (tx, ty) = chart.backend_coord(&(fx(x), ymin));
+                root.draw(&PathElement::new(vec![(tx, ty), (tx, ty + 5)], INK))
+                    .map_err(draw_err)?;
+                root.draw(&Text::new(
+                    (axes.x_tick)(x),
+                    (tx, ty + 8),
+                    ("sans-serif", LABEL_PX)
+                        .into_font()
+                        .color(&INK)
+                        .pos(Pos::new(HPos::Center, VPos::Top)),
+                ))
+                .map_err(draw_err)?;
+            }
+        }
+        let (px, py) = chart.plotting_area().get_pixel_range();
+        for (i, l) in lines.iter().enumerate() {
+            let color = LINES[l.slot % LINES.len()];
+            let (x, y) = (px.end + 16, py.start + 8 + 18 * i as i32);
+            root.draw(&PathElement::new(
+                vec![(x, y), (x + 18, y)],
+                color.stroke_width(2),
+            ))
             .map_err(draw_err)?;
+            root.draw(&Text::new(
+                l.engine.clone(),
+                (x + 24, y),
+                ("sans-serif", NOTE_PX)
+                    .into_font()
+                    .color(&INK)
+                    .pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(draw_err)?;
+        }
         root.present().map_err(draw_err)?;
     }
-    Ok(svg)
+    let drawn: String = lines
+        .iter()
+        .map(|l| {
+            let RGBColor(r, g, b) = LINES[l.slot % LINES.len()];
+            let ys: Vec<String> = l.points.iter().map(|p| p.1.to_string()).collect();
+            format!("{}|#{r:02X}{g:02X}{b:02X}|{};", l.engine, ys.join(","))
+        })
+        .collect();
+    Ok(annotate(
+        svg,
+        &[
+            ("data-title", title),
+            ("data-lines", &drawn),
+            ("data-plot", &plot),
+        ],
+    ))
 }
 
 #[cfg(test)]
@@ -467,6 +681,20 @@ mod tests {
         assert_eq!(short(2.5), "2.5");
         assert_eq!(short(0.25), "0.25");
         assert_eq!(short(0.0), "0");
+        assert_eq!(short(10_000_000.0), "10M");
+        assert_eq!(short(2_000_000_000.0), "2G");
+        assert_eq!(duration(0.0035), "3.5 ms");
+        assert_eq!(duration(0.121), "121 ms");
+        assert_eq!(duration(2.0), "2.00 s");
+        assert_eq!(duration(0.000_015), "15 µs");
+        assert_eq!(bytes(100.0), "100 B");
+        assert_eq!(bytes(1024.0), "1 KB");
+        assert_eq!(bytes(102_400.0), "100 KB");
+        assert_eq!(bytes(1_048_576.0), "1 MB");
+        assert_eq!(bytes_tick(262_144.0), "256K");
+        assert_eq!(ratio_text(1.333), "1.33");
+        assert_eq!(ratio_text(0.0005), "0.00050");
+        assert_eq!(ratio_text(0.012), "0.012");
     }
 
     #[test]
@@ -526,13 +754,14 @@ mod tests {
             "seconds (shorter is better)",
             Scale::Seconds,
             &[
-                measured("strata", 0.12, None),
-                measured("leveldb", 0.31, Some(2.58)),
+                measured("strata", 0.0035, None),
+                measured("leveldb", 1.31, Some(374.0)),
             ],
             None,
         )
         .unwrap();
-        for text in ["0.12 s", "0.31 s", "x2.58"] {
+        // Short times in milliseconds, and figures 374x apart on a logarithmic axis.
+        for text in ["3.5 ms", "1.31 s", "x374.00", "logarithmic scale"] {
             assert!(svg.contains(text), "{text} missing");
         }
         let ceiling = Reference {
@@ -563,10 +792,12 @@ mod tests {
             &[
                 Line {
                     engine: "strata".into(),
+                    slot: 0,
                     points: vec![(1.0, 10.0), (2.0, 20.0)],
                 },
                 Line {
                     engine: "lmdb".into(),
+                    slot: 1,
                     points: vec![(1.0, 15.0), (2.0, 5.0)],
                 },
             ],

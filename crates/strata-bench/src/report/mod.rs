@@ -297,6 +297,49 @@ impl<'a> Page<'a> {
             .unwrap_or(0)
     }
 
+    /// A row's name, unique on the page: the benchmark (after its row code on LevelDB's
+    /// page), "after compaction" for a read when a compaction ran before it in its group, and the
+    /// group (value size, entries, threads) when another group has a row of that name.
+    fn row_title(&self, row: &SummaryRow) -> String {
+        let base = |r: &SummaryRow| {
+            // LevelDB's page names its rows with codes such as `1B`; other suites name
+            // them after the suite, which the page's title already says.
+            let mut t = if is_row_code(&r.row) {
+                format!("{} {}", r.row, r.benchmark)
+            } else {
+                r.benchmark.clone()
+            };
+            let after = r.benchmark.starts_with("read")
+                && self
+                    .rows
+                    .iter()
+                    .any(|c| c.group == r.group && c.index < r.index && c.benchmark == "compact");
+            if after {
+                t.push_str(" after compaction");
+            }
+            t
+        };
+        let title = base(row);
+        let clash = self
+            .rows
+            .iter()
+            .any(|r| r.group != row.group && base(r) == title);
+        if clash && !row.group.is_empty() {
+            format!("{title}, {}", group_in_title(&row.group))
+        } else {
+            title
+        }
+    }
+
+    /// A row's name within its group's own table (the group is the table's heading).
+    fn row_title_in_group(&self, row: &SummaryRow) -> String {
+        let title = self.row_title(row);
+        let words = format!(", {}", group_in_title(&row.group));
+        title
+            .strip_suffix(&words)
+            .map_or(title.clone(), str::to_string)
+    }
+
     /// How a row is charted: compactions as the time they took, the rest as operations
     /// per second.
     fn scale_of(row: &SummaryRow) -> Scale {
@@ -415,11 +458,7 @@ impl<'a> Page<'a> {
                 continue;
             };
             let best_peer = ranked.iter().find(|(e, _)| !is_strata(e));
-            let label = if r.row.is_empty() {
-                format!("{} ({})", r.benchmark, r.group)
-            } else {
-                format!("{} {}", r.row, r.benchmark)
-            };
+            let label = self.row_title(r);
             let standing = match best_peer.map(|(peer, _)| (peer, r.paired.get(*peer))) {
                 Some((peer, Some(p))) => {
                     let ahead_of_it = p.median >= 1.0;
@@ -589,19 +628,15 @@ impl<'a> Page<'a> {
                 let _ = write!(
                     h,
                     "<section><h2>{}</h2>",
-                    esc(if row.group.is_empty() {
-                        "Benchmarks"
+                    esc(&if row.group.is_empty() {
+                        "Benchmarks".to_string()
                     } else {
-                        &row.group
+                        group_words(&row.group)
                     })
                 );
                 group = Some(&row.group);
             }
-            let label = if row.row.is_empty() {
-                row.benchmark.clone()
-            } else {
-                format!("{} {}", row.row, row.benchmark)
-            };
+            let label = self.row_title(row);
             let scale = Self::scale_of(row);
             let unit = match scale {
                 Scale::Seconds => "seconds (shorter is better)",
@@ -656,7 +691,7 @@ impl<'a> Page<'a> {
         type Cell = (String, Vec<Line>, Vec<Line>);
         let mut cells: BTreeMap<(usize, usize), Cell> = BTreeMap::new();
         let first = self.first_round();
-        for e in &self.engines {
+        for (slot, e) in self.engines.iter().enumerate() {
             for run in self
                 .runs
                 .iter()
@@ -677,10 +712,12 @@ impl<'a> Page<'a> {
                         .or_insert_with(|| (title, Vec::new(), Vec::new()));
                     cell.1.push(Line {
                         engine: e.clone(),
+                        slot,
                         points: res.series.iter().map(|p| (p.at, p.reads_per_sec)).collect(),
                     });
                     cell.2.push(Line {
                         engine: e.clone(),
+                        slot,
                         points: res
                             .series
                             .iter()
@@ -733,9 +770,16 @@ impl<'a> Page<'a> {
             return Ok(());
         };
         let per_op = axis == "entries";
-        // (position, title) to engine to swept value to the rounds' figures.
+        // The swept setting's name, and how its values read.
+        let (axis_name, x_tick): (&str, fn(f64) -> String) = match axis.strip_suffix(" (bytes)") {
+            Some(name) => (name, charts::bytes_tick),
+            None => (axis, charts::short),
+        };
+        // Position in the group to its title and engine to swept value to the rounds'
+        // figures. A position is "after compaction" when a compaction ran before it in any
+        // engine's run (an engine without one still read at that point).
         type Points = BTreeMap<String, BTreeMap<u64, Vec<f64>>>;
-        let mut cells: BTreeMap<(usize, String), Points> = BTreeMap::new();
+        let mut cells: BTreeMap<usize, (String, Points)> = BTreeMap::new();
         let mut ceiling = Vec::new();
         for run in &self.runs {
             for res in &run.results {
@@ -752,19 +796,20 @@ impl<'a> Page<'a> {
                     continue;
                 }
                 let after = run.results[..i].iter().any(|r| r.name == "compact");
-                let title = if after {
-                    format!("{} after compaction", res.name)
-                } else {
-                    res.name.clone()
-                };
-                let y = if per_op {
+                let y = if res.name == "compact" {
+                    res.micros_per_op / 1e6
+                } else if per_op {
                     res.micros_per_op
                 } else {
                     res.ops_per_sec
                 };
-                cells
-                    .entry((res.position.unwrap_or(i), title))
-                    .or_default()
+                let cell = cells
+                    .entry(res.position.unwrap_or(i))
+                    .or_insert_with(|| (res.name.clone(), Points::new()));
+                if after && !cell.0.ends_with(" after compaction") {
+                    cell.0 = format!("{} after compaction", res.name);
+                }
+                cell.1
                     .entry(run.engine.clone())
                     .or_default()
                     .entry(sweep.value as u64)
@@ -772,7 +817,12 @@ impl<'a> Page<'a> {
                     .push(y);
             }
         }
-        if cells.is_empty() {
+        // A sweep of one setting (a page of one size) says nothing a bar chart does not.
+        let settings: std::collections::BTreeSet<u64> = cells
+            .values()
+            .flat_map(|(_, e)| e.values().flat_map(|p| p.keys().copied()))
+            .collect();
+        if settings.len() < 2 {
             return Ok(());
         }
         let reference = summary::median(&mut ceiling).map(|v| Reference {
@@ -781,31 +831,46 @@ impl<'a> Page<'a> {
         });
         let xs: Vec<u64> = cells
             .values()
-            .flat_map(|e| e.values().flat_map(|p| p.keys().copied()))
+            .flat_map(|(_, e)| e.values().flat_map(|p| p.keys().copied()))
             .collect();
         let (lo, hi) = (
             xs.iter().copied().min().unwrap_or(1).max(1),
             xs.iter().copied().max().unwrap_or(1),
         );
-        let axes = SweepAxes {
-            x_desc: axis,
-            y_desc: if per_op {
-                "µs per operation (lower is better)"
-            } else {
-                "operations per second"
-            },
-            log_x: hi / lo >= 20,
-            time: false,
-        };
-        let _ = write!(h, "<section id=\"sweep\"><h2>Against {}</h2>", esc(axis));
-        for (n, ((_, title), engines)) in cells.iter().enumerate() {
+        let _ = write!(
+            h,
+            "<section id=\"sweep\"><h2>Against {}</h2>",
+            esc(axis_name)
+        );
+        for (n, (title, engines)) in cells.values().enumerate() {
+            let compact = title == "compact";
+            let axes = SweepAxes {
+                x_desc: axis_name,
+                y_desc: if compact {
+                    "seconds (shorter is better)"
+                } else if per_op {
+                    "µs per operation (lower is better)"
+                } else {
+                    "operations per second"
+                },
+                log_x: hi / lo >= 20,
+                time: false,
+                x_tick,
+                y_tick: if compact {
+                    charts::duration
+                } else {
+                    charts::short
+                },
+            };
             let lines: Vec<Line> = self
                 .engines
                 .iter()
-                .filter_map(|e| {
+                .enumerate()
+                .filter_map(|(slot, e)| {
                     let points = engines.get(e)?;
                     Some(Line {
                         engine: e.clone(),
+                        slot,
                         points: points
                             .iter()
                             .filter_map(|(x, ys)| {
@@ -818,7 +883,12 @@ impl<'a> Page<'a> {
             let reference = reference
                 .as_ref()
                 .filter(|_| title == "fillsync" && !per_op);
-            let svg = charts::sweep(&format!("{title} against {axis}"), &axes, &lines, reference)?;
+            let svg = charts::sweep(
+                &format!("{title} against {axis_name}"),
+                &axes,
+                &lines,
+                reference,
+            )?;
             let file = format!("sweep-{}", slug(n, "", title));
             std::fs::write(charts_dir.join(&file), &svg)
                 .with_context(|| format!("write {}", charts_dir.join(&file).display()))?;
@@ -925,70 +995,50 @@ impl<'a> Page<'a> {
     fn render_summary(&self, h: &mut String) {
         h.push_str(
             "<section id=\"summary\"><h2>Summary</h2><p class=\"how\">Median µs per operation; \
-             in brackets the time relative to Strata's (above 1: slower than Strata): over \
+             under it, the time relative to Strata's (above 1: slower than Strata): over \
              several rounds, the median of the paired ratios (each round's time over Strata's \
-             in the same round) and their range.</p>\
-             <div class=\"scroll\"><table><thead><tr><th>row</th><th>benchmark</th>",
+             in the same round) and their range.</p>",
         );
-        for e in &self.engines {
-            let _ = write!(h, "<th>{}</th>", esc(e));
-        }
-        h.push_str("</tr></thead><tbody>");
-        let mut group = None;
-        for r in &self.rows {
-            if group != Some(&r.group) {
-                let _ = write!(
-                    h,
-                    "<tr class=\"group\"><td colspan=\"{}\">{}</td></tr>",
-                    self.engines.len() + 2,
-                    esc(&r.group)
-                );
-                group = Some(&r.group);
-            }
-            let _ = write!(
-                h,
-                "<tr><td>{}</td><td>{}</td>",
-                esc(&r.row),
-                esc(&r.benchmark)
-            );
-            for e in &self.engines {
-                let paired = r.paired.get(e);
-                match (r.median_micros.get(e), paired) {
-                    (Some(m), Some(p)) => {
-                        let ratio = p.median;
-                        let range = if p.pairs > 1 {
-                            format!("; {:.2}-{:.2}", p.min, p.max)
-                        } else {
-                            String::new()
-                        };
-                        let class = if ratio >= 1.0 { "ahead" } else { "behind" };
-                        let _ = write!(
-                            h,
-                            "<td>{} <span class=\"{class}\">({ratio:.2}{range})</span></td>",
-                            micros(*m)
-                        );
-                    }
-                    (Some(m), _) => {
-                        let _ = write!(h, "<td>{}</td>", micros(*m));
-                    }
-                    (None, _) if let Some(why) = r.failed.get(e) => {
-                        let _ =
-                            write!(h, "<td class=\"failed\" title=\"{}\">FAILED</td>", esc(why));
-                    }
-                    (None, _) => {
-                        let _ = write!(h, "<td class=\"na\">n/a</td>");
-                    }
+        // Engines down, benchmarks across, a few benchmarks a table: the page stays as
+        // wide as its charts however many engines ran.
+        const COLUMNS: usize = 6;
+        let groups: Vec<&String> = {
+            let mut g: Vec<&String> = Vec::new();
+            for r in &self.rows {
+                if !g.contains(&&r.group) {
+                    g.push(&r.group);
                 }
             }
-            h.push_str("</tr>");
+            g
+        };
+        for group in &groups {
+            let rows: Vec<&SummaryRow> = self.rows.iter().filter(|r| r.group == **group).collect();
+            if groups.len() > 1 && !group.is_empty() {
+                let _ = write!(h, "<h3>{}</h3>", esc(&group_words(group)));
+            }
+            for chunk in rows.chunks(COLUMNS) {
+                h.push_str("<table class=\"summary\"><thead><tr><th>engine</th>");
+                for r in chunk {
+                    let _ = write!(h, "<th>{}</th>", esc(&self.row_title_in_group(r)));
+                }
+                h.push_str("</tr></thead><tbody>");
+                for e in &self.engines {
+                    let _ = write!(h, "<tr><td>{}</td>", esc(e));
+                    for r in chunk {
+                        summary_cell(h, r, e);
+                    }
+                    h.push_str("</tr>");
+                }
+                h.push_str("</tbody></table>");
+            }
         }
-        h.push_str("</tbody></table></div></section>");
+        h.push_str("</section>");
     }
 
     fn render_settings(&self, h: &mut String) {
         let doc = &self.docs[0];
         h.push_str("<section id=\"settings\"><h2>Settings and machine</h2>");
-        h.push_str("<h3>Engines</h3><table><thead><tr><th>engine</th><th>version and build</th></tr></thead><tbody>");
+        h.push_str("<h3>Engines</h3><table class=\"wrap\"><thead><tr><th>engine</th><th>version and build</th></tr></thead><tbody>");
         for e in &self.engines {
             let version = self
                 .runs
@@ -1034,7 +1084,7 @@ impl<'a> Page<'a> {
         let m = &doc.machine;
         let _ = write!(
             h,
-            "<h3>Machine and command</h3><table><tbody>\
+            "<h3>Machine and command</h3><table class=\"wrap\"><tbody>\
              <tr><td>CPU</td><td>{}</td></tr><tr><td>cores</td><td>{}</td></tr>\
              <tr><td>memory</td><td>{} bytes</td></tr><tr><td>filesystem</td><td>{}</td></tr>\
              <tr><td>kernel</td><td>{}</td></tr><tr><td>started</td><td>{}</td></tr>\
@@ -1068,6 +1118,91 @@ impl<'a> Page<'a> {
 /// A failed cell's reason without the engine's name ("rocksdb has failed here: killed
 /// by signal 11" -> "killed by signal 11"; "... has failed earlier in the group: ..." ->
 /// "earlier in the group: ...").
+/// One cell of the summary: `row`'s median µs per operation for engine `e`, and under it
+/// the paired ratio to Strata with its range.
+fn summary_cell(h: &mut String, r: &SummaryRow, e: &str) {
+    match (r.median_micros.get(e), r.paired.get(e)) {
+        (Some(m), Some(p)) => {
+            let range = if p.pairs > 1 {
+                format!("; {:.2}-{:.2}", p.min, p.max)
+            } else {
+                String::new()
+            };
+            let class = if p.median >= 1.0 { "ahead" } else { "behind" };
+            let _ = write!(
+                h,
+                "<td>{}<br><span class=\"{class}\">({}{range})</span></td>",
+                micros(*m),
+                charts::ratio_text(p.median)
+            );
+        }
+        (Some(m), None) => {
+            let _ = write!(h, "<td>{}</td>", micros(*m));
+        }
+        (None, _) if let Some(why) = r.failed.get(e) => {
+            let _ = write!(h, "<td class=\"failed\" title=\"{}\">FAILED</td>", esc(why));
+        }
+        (None, _) => h.push_str("<td class=\"na\">n/a</td>"),
+    }
+}
+
+/// A row code of LevelDB's page (`1B`, `2E`).
+fn is_row_code(row: &str) -> bool {
+    let b = row.as_bytes();
+    b.len() == 2 && b[0].is_ascii_digit() && b[1].is_ascii_uppercase()
+}
+
+/// A group's name as a reader takes it: value sizes in KB and MB, entries in millions,
+/// one reader rather than "1 readers".
+fn group_words(group: &str) -> String {
+    if let Some(n) = group
+        .strip_prefix("value size ")
+        .and_then(|n| n.parse::<f64>().ok())
+    {
+        return format!("{} values", charts::bytes(n));
+    }
+    if let Some(n) = group
+        .strip_prefix("scale ")
+        .and_then(|n| n.parse::<u64>().ok())
+    {
+        return format!("{} entries", count_words(n));
+    }
+    match group.strip_prefix("1 readers") {
+        Some(rest) => format!("1 reader{rest}"),
+        None => group.to_string(),
+    }
+}
+
+/// A group's name after a chart's title: without the LevelDB page's row codes that lead
+/// it ("3A: 128 MB memory" -> "128 MB memory"), which the title's own code says.
+fn group_in_title(group: &str) -> String {
+    let words = group_words(group);
+    match words.split_once(": ") {
+        Some((codes, rest))
+            if codes
+                .chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_uppercase() || ", -".contains(c)) =>
+        {
+            rest.to_string()
+        }
+        _ => words,
+    }
+}
+
+/// `1000000` as `1M`, `2500000` as `2.5M`, `50000` as `50k`.
+fn count_words(n: u64) -> String {
+    let (unit, size) = match n {
+        n if n >= 1_000_000 => ("M", 1_000_000),
+        n if n >= 1_000 => ("k", 1_000),
+        _ => return n.to_string(),
+    };
+    if n.is_multiple_of(size) {
+        format!("{}{unit}", n / size)
+    } else {
+        format!("{:.1}{unit}", n as f64 / size as f64)
+    }
+}
+
 fn failure_words(why: &str) -> String {
     let rest = why.split_once(" has ").map_or(why, |(_, r)| r);
     let rest = rest.strip_prefix("failed here: ").unwrap_or(rest);
@@ -1148,7 +1283,8 @@ table{border-collapse:collapse;font-size:13px;background:#fff}td,th{border:1px s
 padding:3px 6px;text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}\
 tr.group td{text-align:left;background:#f0f0f0;font-weight:600}.na{color:#999}.failed{color:#b03a2e;font-weight:600}\
 #failures td,#failures th{white-space:normal;text-align:left}#failures pre{white-space:pre-wrap;font-weight:400;color:#333}\
-.scroll{overflow-x:auto}footer{margin-top:32px;color:#888;font-size:12px}nav{font-size:14px}";
+.scroll{overflow-x:auto}table.summary{margin:8px 0 16px}table.summary th{white-space:normal;vertical-align:bottom;max-width:150px}\
+table.wrap{width:100%}table.wrap td{white-space:normal;text-align:left;overflow-wrap:anywhere}footer{margin-top:32px;color:#888;font-size:12px}nav{font-size:14px}";
 
 #[cfg(test)]
 mod tests {
