@@ -34,7 +34,7 @@ test: deps
 # (make test fails until the committed pages are what it draws).
 pages:
 	grep -v '^#' docs/results/current.txt | while IFS=$$'\t' read -r suite folder; do \
-		d=docs/results/$$folder; rm -rf $$d/charts; \
+		d=docs/results/$$folder; ls $$d/*.json > /dev/null 2>&1 || continue; rm -rf $$d/charts; \
 		$(CARGO) run -q -p strata-bench -- report $$d/*.json --out $$d > /dev/null; \
 	done
 	$(CARGO) run -q -p strata-bench -- site docs/results > /dev/null

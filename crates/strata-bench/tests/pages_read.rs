@@ -98,7 +98,9 @@ fn current_pages() -> Vec<(String, String)> {
     list.lines()
         .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
         .map(|l| {
-            let (suite, folder) = l.split_once('\t').expect("suite<TAB>folder");
+            let mut fields = l.split('\t');
+            let suite = fields.next().unwrap();
+            let folder = fields.next().expect("suite<TAB>folder");
             (suite.to_string(), folder.trim().to_string())
         })
         .collect()
@@ -122,6 +124,14 @@ fn every_current_page_reads_right() {
     let mut failures = Vec::new();
     for (suite, folder) in &pages {
         let src = results_dir().join(folder);
+        if jsons(&src).is_empty() {
+            // A run its README describes (no page drawn by the tool).
+            assert!(
+                src.join("README.md").is_file(),
+                "{folder}: no page, no README"
+            );
+            continue;
+        }
         let out = tmp.path().join(folder);
         let status = Command::new(BIN)
             .arg("report")

@@ -179,6 +179,9 @@ pub fn duration(secs: f64) -> String {
 pub fn ratio_text(r: f64) -> String {
     if !r.is_finite() {
         "-".into()
+    } else if (0.995..1.0).contains(&r) {
+        // Just under 1 stays under 1: a peer ahead by 0.3 % is not "1.00".
+        format!("{r:.3}")
     } else if r >= 0.1 || r == 0.0 {
         format!("{r:.2}")
     } else {
@@ -695,6 +698,7 @@ mod tests {
         assert_eq!(ratio_text(1.333), "1.33");
         assert_eq!(ratio_text(0.0005), "0.00050");
         assert_eq!(ratio_text(0.012), "0.012");
+        assert_eq!(ratio_text(0.997), "0.997");
     }
 
     #[test]

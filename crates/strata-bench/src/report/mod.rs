@@ -464,10 +464,10 @@ impl<'a> Page<'a> {
                     let ahead_of_it = p.median >= 1.0;
                     if ahead_of_it { &mut ahead } else { &mut behind }.push(label.clone());
                     format!(
-                        "<td>{}</td><td class=\"{}\">{:.2}</td>",
+                        "<td>{}</td><td class=\"{}\">{}</td>",
                         esc(peer),
                         if ahead_of_it { "ahead" } else { "behind" },
-                        p.median
+                        charts::ratio_text(p.median)
                     )
                 }
                 Some((peer, None)) => format!("<td>{}</td><td class=\"na\">-</td>", esc(peer)),
@@ -488,10 +488,10 @@ impl<'a> Page<'a> {
              <tbody>{table}</tbody></table></div></section>",
             ahead.len(),
             ahead.len() + behind.len(),
-            if behind.is_empty() {
-                String::new()
-            } else {
-                format!("; behind on {}", esc(&behind.join(", ")))
+            match behind.len() {
+                0 => String::new(),
+                1..=4 => format!("; behind on {}", esc(&behind.join("; "))),
+                n => format!("; behind on {n}, named in the table"),
             }
         );
     }
@@ -561,19 +561,7 @@ impl<'a> Page<'a> {
                 .map(|s| format!(" {}.", esc(&s)))
                 .collect::<String>(),
         );
-        h.push_str(
-            "<p class=\"how\">Bars are operations per second (entries per second for batches): \
-             longer is better; a compaction's bars are the seconds it took: shorter is better. \
-             The harness's own cost per operation (the <code>null</code> engine) is stated under \
-             each chart, never drawn; the fillsync chart's dashed line is what the disk gives to \
-             an append and <code>fdatasync</code> of 100 bytes, no engine involved. \
-             <span class=\"strata\">Strata</span> is red. Beside each peer, \
-             <b>x</b> is that engine's time per operation divided by Strata's: \
-             <span class=\"ahead\">above 1, Strata is faster</span>; \
-             <span class=\"behind\">below 1, the peer is</span>. Grey bars are the figures \
-             LevelDB's page published in 2011 on that era's hardware: they show the page's \
-             shape, not targets.</p>",
-        );
+        let _ = write!(h, "<p class=\"how\">{}</p>", self.how_to_read());
         if let Some(how) = self.value_access_text() {
             let _ = write!(h, "<p class=\"how\">{how}</p>");
         }
@@ -582,6 +570,107 @@ impl<'a> Page<'a> {
             "<p class=\"how\">OS page cache: {}.</p>",
             esc(&doc.page_cache)
         );
+    }
+
+    /// What the suite measures, in a sentence of its own.
+    fn suite_words(&self) -> &'static str {
+        match self.docs[0].suite.as_deref() {
+            Some("baseline") => {
+                "The workloads of LevelDB's benchmark page (2011), row by row: writes \
+                 (1C-1D, 2A-2E), reads before and after a full compaction (1A-1B), and reads \
+                 with a large cache or without compression (3A-3B)."
+            }
+            Some("readwhilewriting") => {
+                "WiredTiger's page: 1 to 32 threads read at random while one thread writes, \
+                 its rate held at 30,000 writes a second or not held at all, on a database \
+                 loaded first."
+            }
+            Some("value-sizes") => {
+                "KingDB's page: the same workloads with values from 100 bytes to 1 MB, each \
+                 size a group of its own with about the same bytes of data."
+            }
+            Some("scale") => {
+                "LevelDB's workloads as the database grows, each number of entries a group \
+                 of its own."
+            }
+            Some("group-commit") => {
+                "Synced writes (fillsync) from 1 to 16 threads at once: how well each engine \
+                 shares one fdatasync among many writers."
+            }
+            _ => "",
+        }
+    }
+
+    /// How to read the page: what the bars, their labels and the lines are, and what
+    /// only some pages have (compactions, the disk's ceiling, the 2011 figures).
+    fn how_to_read(&self) -> String {
+        let mut t = String::from(self.suite_words());
+        let rounds = self.uniform_rounds().unwrap_or(2);
+        t.push_str(if rounds <= 1 {
+            " Each bar is an engine's figure, operations per second (entries per second for \
+             batches): longer is better."
+        } else {
+            " Each bar is an engine's median over the rounds, operations per second (entries \
+             per second for batches): longer is better."
+        });
+        if self.rows.iter().any(|r| r.benchmark == "compact") {
+            t.push_str(" A compaction's bar is the time it took: shorter is better.");
+        }
+        t.push_str(
+            " <span class=\"strata\">Strata</span> is red. Beside each peer's bar, <b>x</b> is \
+             that engine's time per operation divided by Strata's: \
+             <span class=\"ahead\">above 1, Strata is faster</span>; \
+             <span class=\"behind\">below 1, the peer is</span>.",
+        );
+        if rounds > 1 {
+            t.push_str(
+                " It is the median of the ratios paired round by round, so it can differ a \
+                 little from the ratio of the two bars.",
+            );
+        }
+        t.push_str(
+            " A chart whose figures span more than 150x has a logarithmic axis, and its axis \
+             title says so.",
+        );
+        if self.engines.iter().any(|e| e == HARNESS) {
+            t.push_str(
+                " The harness's own cost per operation (the <code>null</code> engine) is stated \
+                 under each chart, never drawn.",
+            );
+        }
+        if self.rows.iter().any(|r| r.benchmark == FSYNC_CEILING) {
+            t.push_str(
+                " The fillsync charts' dashed line is what the disk gives to an append and \
+                 <code>fdatasync</code> of 100 bytes, no engine involved.",
+            );
+        }
+        if self
+            .rows
+            .iter()
+            .any(|r| !published::figures(&r.row, &r.benchmark).is_empty())
+        {
+            t.push_str(
+                " Grey bars are the figures LevelDB's page published in 2011 on that era's \
+                 hardware: they show the page's shape, not targets.",
+            );
+        }
+        if self.runs.iter().any(|r| r.sweep.is_some()) {
+            t.push_str(
+                " The line charts draw each benchmark against the setting the suite varies, \
+                 one line per engine, a point per setting measured.",
+            );
+        }
+        if self
+            .runs
+            .iter()
+            .any(|r| r.results.iter().any(|x| !x.series.is_empty()))
+        {
+            t.push_str(
+                " The time charts show each second's reads and writes, one line per engine \
+                 (first round).",
+            );
+        }
+        t
     }
 
     /// How the values were read, when the harness read every one (`--touch_values`).

@@ -1,9 +1,11 @@
-//! `strata-bench site DIR`: the index page of a results folder (`docs/results/`). It lists
-//! the published pages first (folders holding a page drawn by `strata-bench report`, an
-//! `index.html` beside the `--json` file it came from), each with the date, commit, command
-//! and machine its JSON records, then the engineering runs (folders with a `README.md`: one
-//! change's before and after), each with its title. Newest first, as folder names are dated.
+//! `strata-bench site DIR`: the index page of a results folder (`docs/results/`). It opens
+//! with the current page of each suite, as `DIR/current.txt` names them (a page drawn by
+//! `strata-bench report`, or a run described by its README), each with its date, commit,
+//! CPU and rounds; then the older pages, each marked as superseded by its suite's current
+//! one; then the engineering runs (folders with a `README.md`: one change's before and
+//! after) as an archive. Newest first, as folder names are dated.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -21,6 +23,15 @@ struct Header {
     commit: Option<String>,
     args: Vec<String>,
     machine: Machine,
+    #[serde(default)]
+    runs: Vec<RunHeader>,
+}
+
+/// Of each engine run, its round.
+#[derive(Debug, serde::Deserialize)]
+struct RunHeader {
+    #[serde(default)]
+    round: usize,
 }
 
 /// One folder of the results folder.
@@ -31,17 +42,40 @@ enum Entry {
         folder: String,
         suite: String,
         detail: String,
+        cpu: String,
     },
     /// A run described by its README.
     Engineering { folder: String, title: String },
 }
 
-/// The page drawn from `doc`: what it says about its run.
+/// A suite's name as the index says it.
+fn suite_title(suite: &str) -> String {
+    match suite {
+        "baseline" => "LevelDB's benchmark page".into(),
+        "readwhilewriting" => "WiredTiger's read-while-writing page".into(),
+        "value-sizes" => "KingDB's value-size page".into(),
+        "scale" => "LevelDB at scale".into(),
+        "group-commit" => "Group commit".into(),
+        "openraft" => "Replicated: a 3-node openraft cluster".into(),
+        "transactions" => "Transactions".into(),
+        s => format!("the {s} suite"),
+    }
+}
+
+/// The page drawn from `doc`: what it says about its run. A commit with uncommitted
+/// changes (`-dirty`) is said in words: such a page is not the code of any commit.
 fn detail(doc: &Header) -> String {
+    let rounds: BTreeSet<usize> = doc.runs.iter().map(|r| r.round).collect();
+    let commit = doc.commit.as_deref().unwrap_or("unknown");
+    let commit = match commit.strip_suffix("-dirty") {
+        Some(c) => format!("<b>{} with uncommitted changes</b>", esc(c)),
+        None => esc(commit),
+    };
     format!(
-        "{}, commit {}, <code>{}</code>; {}",
+        "{}, commit {commit}, {} round{}, <code>{}</code>; {}",
         esc(&utc(doc.started_unix)),
-        esc(doc.commit.as_deref().unwrap_or("unknown")),
+        rounds.len().max(1),
+        if rounds.len() > 1 { "s" } else { "" },
         esc(&doc.args.join(" ")),
         machine_text(&doc.machine)
     )
@@ -80,6 +114,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
             out.push(Entry::Published {
                 suite: doc.suite.clone().unwrap_or_else(|| "benchmarks".into()),
                 detail: detail(&doc),
+                cpu: doc.machine.cpu.clone(),
                 folder,
             });
         } else if let Ok(readme) = std::fs::read_to_string(path.join("README.md")) {
@@ -94,38 +129,118 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
+/// `DIR/current.txt`: (suite, folder, what sets it apart from the suite's other current
+/// pages) of each current page, in the file's order.
+fn current(dir: &Path) -> Result<Vec<(String, String, String)>> {
+    let path = dir.join("current.txt");
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("read {}", path.display())),
+    };
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|(n, l)| {
+            let mut fields = l.split('\t').map(str::trim);
+            let (Some(suite), Some(folder)) = (fields.next(), fields.next()) else {
+                anyhow::bail!(
+                    "{} line {}: expected SUITE<TAB>FOLDER[<TAB>LABEL]",
+                    path.display(),
+                    n + 1
+                );
+            };
+            let label = fields.next().unwrap_or_default();
+            Ok((suite.to_string(), folder.to_string(), label.to_string()))
+        })
+        .collect()
+}
+
 /// Writes `dir/index.html`; returns its path.
 pub fn run(dir: &Path) -> Result<PathBuf> {
     let entries = entries(dir)?;
+    let current = current(dir)?;
+    let is_current = |f: &str| current.iter().any(|(_, c, _)| c == f);
+    let cpus: BTreeSet<&str> = entries
+        .iter()
+        .filter_map(|e| match e {
+            Entry::Published { cpu, .. } => Some(cpu.as_str()),
+            Entry::Engineering { .. } => None,
+        })
+        .collect();
     let mut h = String::new();
     let _ = write!(
         h,
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
          <title>Strata's benchmark results</title><style>{CSS}</style></head><body><main>\
-         <h1>Strata's benchmark results</h1><p class=\"lede\">Every committed run. Published \
-         pages are whole suites on every engine (<code>make bench</code>); engineering runs \
-         measure one change, before and after. Compare figures only within one run: this \
-         machine's speed drifts.</p><section><h2>Published pages</h2><ul>"
+         <h1>Strata's benchmark results</h1><p class=\"lede\">The current page of each suite \
+         first, then older pages and the engineering runs (one change measured before and \
+         after). Compare figures only within one page or run: the machines are shared and \
+         their speed drifts. The pages were run on {} CPU model{} ({}); each says which.</p>\
+         <section><h2>Current pages</h2><ul>",
+        cpus.len(),
+        if cpus.len() == 1 { "" } else { "s" },
+        esc(&cpus.into_iter().collect::<Vec<_>>().join(", "))
     );
+    for (suite, folder, label) in &current {
+        let page = entries.iter().find_map(|e| match e {
+            Entry::Published {
+                folder: f, detail, ..
+            } if f == folder => Some(format!(
+                "<a href=\"{f}/index.html\">{f}</a>: {detail}",
+                f = esc(f)
+            )),
+            Entry::Engineering { folder: f, title } if f == folder => Some(format!(
+                "<a href=\"{f}/README.md\">{f}</a>: {}",
+                esc(title),
+                f = esc(f)
+            )),
+            _ => None,
+        });
+        let page = page.with_context(|| {
+            format!("current.txt names {folder}, which holds no page and no README.md")
+        })?;
+        let name = if label.is_empty() {
+            suite_title(suite)
+        } else {
+            format!("{}, {label}", suite_title(suite))
+        };
+        let _ = write!(h, "<li><b>{}</b>. {page}</li>", esc(&name));
+    }
+    h.push_str("</ul></section><section><h2>Superseded pages</h2><ul>");
     for e in &entries {
         if let Entry::Published {
             folder,
             suite,
             detail,
+            ..
         } = e
+            && !is_current(folder)
         {
+            let by: Vec<String> = current
+                .iter()
+                .filter(|(s, ..)| s == suite)
+                .map(|(_, f, _)| format!("<a href=\"{f}/index.html\">{f}</a>", f = esc(f)))
+                .collect();
+            let by = if by.is_empty() {
+                String::new()
+            } else {
+                format!(" Superseded by {}.", by.join(" and "))
+            };
             let _ = write!(
                 h,
-                "<li><a href=\"{f}/index.html\">{f}</a>: the {s} suite. {detail}</li>",
+                "<li><a href=\"{f}/index.html\">{f}</a>: {s}. {detail}.{by}</li>",
                 f = esc(folder),
-                s = esc(suite)
+                s = esc(&suite_title(suite))
             );
         }
     }
-    h.push_str("</ul></section><section><h2>Engineering runs</h2><ul>");
+    h.push_str("</ul></section><section><h2>Engineering runs (archive)</h2><ul>");
     for e in &entries {
-        if let Entry::Engineering { folder, title } = e {
+        if let Entry::Engineering { folder, title } = e
+            && !is_current(folder)
+        {
             let _ = write!(
                 h,
                 "<li><a href=\"{f}/README.md\">{f}</a>: {t}</li>",
@@ -166,13 +281,43 @@ mod tests {
             std::fs::write(run.join("README.md"), format!("{title}\n\ntext")).unwrap();
         }
         std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+        // An older page of the same suite, from a tree with uncommitted changes.
+        let old = dir.path().join("2026-11-20-baseline");
+        std::fs::create_dir_all(&old).unwrap();
+        std::fs::write(old.join("index.html"), "<html></html>").unwrap();
+        std::fs::write(
+            old.join("baseline.json"),
+            json.replace("abc1234", "0123abc-dirty"),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("current.txt"),
+            "# comment\nbaseline\t2026-11-26-baseline\topen files\nopenraft\t2026-11-25-b\n",
+        )
+        .unwrap();
         let html = std::fs::read_to_string(run(dir.path()).unwrap()).unwrap();
         let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("{s} missing"));
-        assert!(at("Published pages") < at("2026-11-26-baseline/index.html"));
-        assert!(at("2026-11-26-baseline/index.html") < at("Engineering runs"));
+        assert!(at("Current pages") < at("2026-11-26-baseline/index.html\">"));
+        assert!(at("2026-11-26-baseline/index.html") < at("Newer run"));
+        assert!(
+            at("Newer run") < at("Superseded pages"),
+            "a current README page"
+        );
+        assert!(at("Superseded pages") < at("2026-11-20-baseline/index.html"));
+        assert!(html.contains("Superseded by <a href=\"2026-11-26-baseline/index.html\">"));
+        assert!(at("2026-11-20-baseline/index.html") < at("Engineering runs"));
         assert!(html.contains("commit abc1234"));
-        assert!(html.contains("the baseline suite"));
-        assert!(at("Newer run") < at("Older run"), "newest first");
+        assert!(html.contains("<b>0123abc with uncommitted changes</b>"));
+        assert!(html.contains("LevelDB's benchmark page, open files"));
+        assert!(at("Engineering runs") < at("Older run"));
+        assert_eq!(
+            html.matches("Newer run").count(),
+            1,
+            "listed once, as current"
+        );
         assert!(!html.contains("empty"));
+        // A current page that does not exist is an error, not a silent gap.
+        std::fs::write(dir.path().join("current.txt"), "scale\tnowhere\n").unwrap();
+        assert!(run(dir.path()).is_err());
     }
 }
