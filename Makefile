@@ -7,7 +7,7 @@ SHELL := /bin/bash
 # A comma inside $(call ...)'s arguments.
 , := ,
 
-.PHONY: pages libleveldb test bench bench-full bench-yardstick bench-group-commit bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
+.PHONY: pages libleveldb test bench bench-full bench-yardstick bench-group-commit bench-transactions bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
 # `clippy -p strata --lib` lints the engine as users build it (no features; the
 # workspace's tools turn `internals` and `testing` on for everything else), and
@@ -91,6 +91,14 @@ bench-group-commit: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report
 	$(call run_and_report,group-commit,bench-report/group-commit,--suite group-commit --engines=strata$(,)leveldb$(,)rocksdb$(,)sqlite3-wal$(,)wiredtiger-lsm$(,)wiredtiger-btree --repeats=5 --duration=3)
+
+# Transactions (randomtransaction at two contention levels and a read-modify-write mix,
+# 1, 4 and 16 threads): Strata and the peers with transactions, 5 rounds, 3 s a group
+# (about 15 minutes here).
+bench-transactions: deps
+	$(BENCH_BUILD)
+	mkdir -p bench-report
+	$(call run_and_report,transactions,bench-report/transactions,--suite transactions --engines=strata$(,)rocksdb-optimistic$(,)lmdb$(,)sqlite3-wal --repeats=5 --duration=3)
 
 bench-readwhilewriting: deps
 	$(BENCH_BUILD)

@@ -77,8 +77,10 @@ pub fn groups(flags: &Flags) -> Result<Vec<Group>> {
         "value-sizes" => value_sizes(flags),
         "scale" => scale(flags),
         "group-commit" => group_commit(flags),
+        "transactions" => transactions(flags),
         other => bail!(
-            "unknown suite {other:?} (baseline, readwhilewriting, value-sizes, scale, group-commit)"
+            "unknown suite {other:?} (baseline, readwhilewriting, value-sizes, scale, \
+             group-commit, transactions)"
         ),
     }
 }
@@ -291,6 +293,55 @@ fn group_commit(flags: &Flags) -> Result<Vec<Group>> {
     Ok(out)
 }
 
+/// Transactions: RocksDB db_bench's `randomtransaction` (two sets, each transaction
+/// reads and rewrites one random key of each) with 100,000 keys a set (low contention) and
+/// 1,000 (high); then a load of 100,000 keys and YCSB-F's read-modify-write mix over them
+/// (half point reads, half transactions that read a key and write it). At 1, 4 and 16
+/// threads, each for `--duration` seconds (default 5). Every randomtransaction run checks
+/// at its end that the sets' sums are equal.
+fn transactions(flags: &Flags) -> Result<Vec<Group>> {
+    const THREADS: [usize; 3] = [1, 4, 16];
+    let label = |t: usize| format!("{t} thread{}", if t == 1 { "" } else { "s" });
+    let timed = |f: &mut Flags, threads: usize| {
+        f.threads = threads;
+        f.num = 100_000;
+        if f.duration <= 0.0 {
+            f.duration = 5.0;
+        }
+    };
+    let mut out = Vec::new();
+    for threads in THREADS {
+        let mut g = group(
+            &label(threads),
+            flags,
+            &[
+                ("low contention", "randomtransaction"),
+                ("high contention", "randomtransaction"),
+            ],
+            |f| timed(f, threads),
+        )?;
+        g.specs[1].num = 1_000;
+        out.push(g);
+    }
+    out.push(group("load", flags, &[("load", "fillseq")], |f| {
+        f.num = 100_000;
+        f.threads = 1;
+        f.duration = 0.0;
+    })?);
+    for threads in THREADS {
+        out.push(group(
+            &format!("{}, loaded", label(threads)),
+            flags,
+            &[("", "readmodifywrite")],
+            |f| {
+                timed(f, threads);
+                f.use_existing_db = true;
+            },
+        )?);
+    }
+    Ok(out)
+}
+
 /// The scale page: --num entries, a 256 MB write buffer, no compression, 32 MB tables.
 fn scale(flags: &Flags) -> Result<Vec<Group>> {
     Ok(vec![
@@ -353,5 +404,38 @@ mod tests {
         );
         let threads: Vec<usize> = gc[1..].iter().map(|g| g.specs[0].threads).collect();
         assert_eq!(threads, [1, 2, 4, 8, 16]);
+    }
+
+    #[test]
+    fn the_transactions_suite_meets_both_contentions_then_a_loaded_mix() {
+        let g = suite("transactions");
+        let names: Vec<String> = g.iter().map(|g| g.label.clone()).collect();
+        assert_eq!(
+            names,
+            [
+                "1 thread",
+                "4 threads",
+                "16 threads",
+                "load",
+                "1 thread, loaded",
+                "4 threads, loaded",
+                "16 threads, loaded"
+            ]
+        );
+        for t in &g[..3] {
+            let keys: Vec<u64> = t.specs.iter().map(|s| s.num).collect();
+            assert_eq!(keys, [100_000, 1_000], "low, then high contention");
+            assert!(t.flags.duration > 0.0 && !t.flags.use_existing_db);
+        }
+        assert_eq!(
+            g[3].flags.duration, 0.0,
+            "the load writes every key, untimed"
+        );
+        assert_eq!(g[3].specs[0].num, 100_000);
+        for (t, threads) in g[4..].iter().zip([1, 4, 16]) {
+            assert!(t.flags.use_existing_db, "the mix reads the loaded keys");
+            assert_eq!(t.specs[0].threads, threads);
+        }
+        assert_eq!(homes(&g)[4..], [3, 3, 3]);
     }
 }

@@ -319,11 +319,21 @@ impl<'a> Page<'a> {
             }
             t
         };
-        let title = base(row);
-        let clash = self
-            .rows
-            .iter()
-            .any(|r| r.group != row.group && base(r) == title);
+        let mut title = base(row);
+        // Two rows of one benchmark in a group (two contention levels) by their rows' names.
+        if !row.row.is_empty()
+            && !is_row_code(&row.row)
+            && self.rows.iter().any(|r| {
+                r.group == row.group && r.index != row.index && base(r) == title && r.row != row.row
+            })
+        {
+            title = format!("{title}, {}", row.row);
+        }
+        let title = title;
+        let clash = self.rows.iter().any(|r| {
+            r.group != row.group
+                && (base(r) == title || title.starts_with(&format!("{}, ", base(r))))
+        });
         if clash && !row.group.is_empty() {
             format!("{title}, {}", group_in_title(&row.group))
         } else {
@@ -530,6 +540,7 @@ impl<'a> Page<'a> {
             Some("value-sizes") => "KingDB's value-size page, redrawn on this machine".to_string(),
             Some("scale") => "LevelDB at scale, redrawn on this machine".to_string(),
             Some("group-commit") => "Group commit: synced writes from many threads".to_string(),
+            Some("transactions") => "Transactions: serializable, from many threads".to_string(),
             Some(s) => format!("strata-bench: the {s} suite"),
             None => "strata-bench results".to_string(),
         };
@@ -596,6 +607,14 @@ impl<'a> Page<'a> {
             Some("group-commit") => {
                 "Synced writes (fillsync) from 1 to 16 threads at once: how well each engine \
                  shares one fdatasync among many writers."
+            }
+            Some("transactions") => {
+                "Transactions that read keys and write them back, committed whole or not at \
+                 all, from 1, 4 and 16 threads: RocksDB db_bench's randomtransaction, with \
+                 100,000 keys a set (transactions seldom meet) and 1,000 (they often do), \
+                 and YCSB-F's read-modify-write mix. A bar counts committed transactions (and \
+                 the mix's plain reads); an aborted transaction is run again until it \
+                 commits, and the caption under each chart says how many were."
             }
             _ => "",
         }
