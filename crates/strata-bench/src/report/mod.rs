@@ -264,10 +264,13 @@ impl<'a> Page<'a> {
         })
     }
 
-    /// Notes a run printed for a cell (the read budget, found counts), from the first round.
+    /// What the engines said of a cell that a reader needs beside its chart (first round):
+    /// a read budget that stopped the run early, a transaction workload's aborts and check.
     fn messages(&self, group_index: usize, index: usize) -> Vec<(String, String)> {
         self.first_results(group_index, index)
-            .filter(|(_, res)| res.message.contains("read budget"))
+            .filter(|(_, res)| {
+                res.message.contains("read budget") || res.message.contains(" aborted ")
+            })
             .map(|(e, res)| (e.clone(), res.message.clone()))
             .collect()
     }
