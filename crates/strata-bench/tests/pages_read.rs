@@ -13,27 +13,13 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod browser;
+
 const BIN: &str = env!("CARGO_BIN_EXE_strata-bench");
 const CHECK: &str = include_str!("page_check.js");
 
 fn results_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/results")
-}
-
-fn chromium() -> String {
-    for name in ["chromium-headless-shell", "chromium", "chromium-browser"] {
-        if Command::new(name)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return name.to_string();
-        }
-    }
-    panic!(
-        "no headless Chromium found: install Debian's chromium-headless-shell \
-         (scripts/install-deps.sh, run by make test, does)"
-    );
 }
 
 /// The page at `html` as Chromium draws it at 1,400 px: the check's first line (`charts
@@ -51,18 +37,8 @@ fn check(html: &Path) -> (usize, Vec<String>) {
         ),
     )
     .unwrap();
-    let out = Command::new(chromium())
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1400,1000",
-            "--dump-dom",
-        ])
+    let out = browser::headless()
+        .args(["--window-size=1400,1000", "--dump-dom"])
         .arg(format!("file://{}", checked.display()))
         .output()
         .expect("start Chromium");

@@ -8,26 +8,12 @@
 use std::path::Path;
 use std::process::Command;
 
+mod browser;
+
 const BIN: &str = env!("CARGO_BIN_EXE_strata-bench");
 
 /// Strata's bar colour in the charts (`report/charts.rs`).
 const STRATA_RED: [u8; 3] = [0xc0, 0x39, 0x2b];
-
-fn chromium() -> String {
-    for name in ["chromium-headless-shell", "chromium", "chromium-browser"] {
-        if Command::new(name)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-        {
-            return name.to_string();
-        }
-    }
-    panic!(
-        "no headless Chromium found: install Debian's chromium-headless-shell \
-         (scripts/install-deps.sh, run by make test, does)"
-    );
-}
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().expect("start a command");
@@ -94,11 +80,8 @@ fn the_page_names_every_engine_and_workload_and_renders() {
     // 24 rows in the baseline suite, one chart each.
     assert!(charts >= 24, "{charts} charts");
 
-    let browser = chromium();
     let url = format!("file://{}", index.display());
-    let dom = run(Command::new(&browser)
-        .args(["--headless", "--no-sandbox", "--disable-gpu", "--dump-dom"])
-        .arg(&url));
+    let dom = run(browser::headless().arg("--dump-dom").arg(&url));
     for e in &engines {
         assert!(
             dom.contains(&format!(">{e}<")),
@@ -142,13 +125,8 @@ fn the_page_names_every_engine_and_workload_and_renders() {
     }
 
     let shot = dir.path().join("page.png");
-    run(Command::new(&browser)
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-        ])
+    run(browser::headless()
+        .arg("--hide-scrollbars")
         .arg("--window-size=1000,2400")
         .arg(format!("--screenshot={}", shot.display()))
         .arg(&url));
