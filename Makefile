@@ -33,7 +33,7 @@ test: deps
 # `strata-bench report`, and the results index: after a change to the report's drawing
 # (make test fails until the committed pages are what it draws).
 pages:
-	grep -v '^#' docs/results/current.txt | while IFS=$$'\t' read -r suite folder; do \
+	grep -v '^#' docs/results/current.txt | while IFS=$$'\t' read -r suite folder label; do \
 		d=docs/results/$$folder; ls $$d/*.json > /dev/null 2>&1 || continue; rm -rf $$d/charts; \
 		$(CARGO) run -q -p strata-bench -- report $$d/*.json --out $$d > /dev/null; \
 	done

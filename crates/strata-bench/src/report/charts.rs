@@ -146,7 +146,7 @@ pub fn short(v: f64) -> String {
         format!("{}M", trim(format!("{:.1}", v / 1e6)))
     } else if v >= 1e3 {
         format!("{:.0}k", v / 1e3)
-    } else if v >= 10.0 || v == 0.0 {
+    } else if v >= 10.0 || v == v.round() {
         format!("{v:.0}")
     } else if v >= 1.0 {
         format!("{v:.1}")
@@ -541,7 +541,9 @@ pub fn sweep(
         // The legend has a column of its own right of the plot, so it covers no line.
         let legend_width = lines
             .iter()
-            .map(|l| l.engine.chars().count() as u32 * 8 + 40)
+            .map(|l| l.engine.as_str())
+            .chain(reference.map(|r| r.label.as_str()))
+            .map(|name| name.chars().count() as u32 * 8 + 40)
             .max()
             .unwrap_or(0);
         let mut chart = ChartBuilder::on(&root)
@@ -598,16 +600,6 @@ pub fn sweep(
                     INK.stroke_width(1),
                 ))
                 .map_err(draw_err)?;
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    format!("{}: {}", r.label, (axes.y_tick)(r.value)),
-                    (lo, fy(r.value)),
-                    ("sans-serif", NOTE_PX)
-                        .into_font()
-                        .color(&INK)
-                        .pos(Pos::new(HPos::Left, VPos::Bottom)),
-                )))
-                .map_err(draw_err)?;
         }
         if !axes.time {
             let mut measured: Vec<f64> = lines
@@ -649,6 +641,32 @@ pub fn sweep(
                     .pos(Pos::new(HPos::Left, VPos::Center)),
             ))
             .map_err(draw_err)?;
+        }
+        // The reference line is named in the legend, under the engines: on the plot its
+        // label would lie under the lines that cross it.
+        if let Some(r) = reference {
+            let (x, y) = (px.end + 16, py.start + 8 + 18 * lines.len() as i32 + 6);
+            root.draw(&PathElement::new(vec![(x, y), (x + 5, y)], INK))
+                .map_err(draw_err)?;
+            root.draw(&PathElement::new(vec![(x + 9, y), (x + 14, y)], INK))
+                .map_err(draw_err)?;
+            for (n, text) in [
+                r.label.clone(),
+                format!("{} a second", (axes.y_tick)(r.value)),
+            ]
+            .into_iter()
+            .enumerate()
+            {
+                root.draw(&Text::new(
+                    text,
+                    (x + 24, y + 16 * n as i32),
+                    ("sans-serif", NOTE_PX)
+                        .into_font()
+                        .color(&INK)
+                        .pos(Pos::new(HPos::Left, VPos::Center)),
+                ))
+                .map_err(draw_err)?;
+            }
         }
         root.present().map_err(draw_err)?;
     }

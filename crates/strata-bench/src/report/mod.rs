@@ -938,7 +938,7 @@ impl<'a> Page<'a> {
         }
         let reference = summary::median(&mut ceiling).map(|v| Reference {
             value: v,
-            label: "disk ceiling (one thread: append + fdatasync)".into(),
+            label: "disk ceiling (1 thread)".into(),
         });
         let xs: Vec<u64> = cells
             .values()
