@@ -139,7 +139,10 @@ pub fn thousands(v: f64) -> String {
 /// An axis tick: `2.5M`, `300k`, `40`, `2.5`, `0.25`.
 pub fn short(v: f64) -> String {
     // `10M`, not `10.0M`.
-    let trim = |t: String| t.strip_suffix(".0").map_or(t.clone(), str::to_string);
+    let trim = |t: String| match t.strip_suffix(".0") {
+        Some(whole) => whole.to_string(),
+        None => t,
+    };
     if v >= 1e9 {
         format!("{}G", trim(format!("{:.1}", v / 1e9)))
     } else if v >= 1e6 {
@@ -402,11 +405,7 @@ fn annotate(svg: String, attrs: &[(&str, &str)]) -> String {
     };
     let mut out = String::from("<svg ");
     for (name, value) in attrs {
-        let value = value
-            .replace('&', "&amp;")
-            .replace('"', "&quot;")
-            .replace('<', "&lt;");
-        out.push_str(&format!("{name}=\"{value}\" "));
+        out.push_str(&format!("{name}=\"{}\" ", super::esc(value)));
     }
     out.push_str(rest);
     out
@@ -556,6 +555,8 @@ pub fn sweep(
             .map_err(draw_err)?;
         let (px, py) = chart.plotting_area().get_pixel_range();
         plot = format!("{},{},{},{}", px.start, py.start, px.end, py.end);
+        // The legend's column starts right of the plot.
+        let (legend_x, legend_y) = (px.end + 16, py.start + 8);
         let log_x = axes.log_x;
         chart
             .configure_mesh()
@@ -623,10 +624,9 @@ pub fn sweep(
                 .map_err(draw_err)?;
             }
         }
-        let (px, py) = chart.plotting_area().get_pixel_range();
         for (i, l) in lines.iter().enumerate() {
             let color = LINES[l.slot % LINES.len()];
-            let (x, y) = (px.end + 16, py.start + 8 + 18 * i as i32);
+            let (x, y) = (legend_x, legend_y + 18 * i as i32);
             root.draw(&PathElement::new(
                 vec![(x, y), (x + 18, y)],
                 color.stroke_width(2),
@@ -645,7 +645,7 @@ pub fn sweep(
         // The reference line is named in the legend, under the engines: on the plot its
         // label would lie under the lines that cross it.
         if let Some(r) = reference {
-            let (x, y) = (px.end + 16, py.start + 8 + 18 * lines.len() as i32 + 6);
+            let (x, y) = (legend_x, legend_y + 18 * lines.len() as i32 + 6);
             root.draw(&PathElement::new(vec![(x, y), (x + 5, y)], INK))
                 .map_err(draw_err)?;
             root.draw(&PathElement::new(vec![(x + 9, y), (x + 14, y)], INK))

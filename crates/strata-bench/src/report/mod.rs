@@ -307,20 +307,16 @@ impl<'a> Page<'a> {
         let base = |r: &SummaryRow| {
             // LevelDB's page names its rows with codes such as `1B`; other suites name
             // them after the suite, which the page's title already says.
-            let mut t = if is_row_code(&r.row) {
+            let t = if is_row_code(&r.row) {
                 format!("{} {}", r.row, r.benchmark)
             } else {
                 r.benchmark.clone()
             };
-            let after = r.benchmark.starts_with("read")
-                && self
-                    .rows
-                    .iter()
-                    .any(|c| c.group == r.group && c.index < r.index && c.benchmark == "compact");
-            if after {
-                t.push_str(" after compaction");
-            }
-            t
+            let compacted = self
+                .rows
+                .iter()
+                .any(|c| c.group == r.group && c.index < r.index && c.benchmark == "compact");
+            with_phase(t, &r.benchmark, compacted)
         };
         let mut title = base(row);
         // Two rows of one benchmark in a group (two contention levels) by their rows' names.
@@ -332,7 +328,6 @@ impl<'a> Page<'a> {
         {
             title = format!("{title}, {}", row.row);
         }
-        let title = title;
         let clash = self.rows.iter().any(|r| {
             r.group != row.group
                 && (base(r) == title || title.starts_with(&format!("{}, ", base(r))))
@@ -906,7 +901,7 @@ impl<'a> Page<'a> {
                 if res.name == FSYNC_CEILING || res.ops == 0 {
                     continue;
                 }
-                let after = run.results[..i].iter().any(|r| r.name == "compact");
+                let compacted = run.results[..i].iter().any(|r| r.name == "compact");
                 let y = if res.name == "compact" {
                     res.micros_per_op / 1e6
                 } else if per_op {
@@ -917,8 +912,8 @@ impl<'a> Page<'a> {
                 let cell = cells
                     .entry(res.position.unwrap_or(i))
                     .or_insert_with(|| (res.name.clone(), Points::new()));
-                if after && !cell.0.ends_with(" after compaction") {
-                    cell.0 = format!("{} after compaction", res.name);
+                if compacted {
+                    cell.0 = with_phase(res.name.clone(), &res.name, true);
                 }
                 cell.1
                     .entry(run.engine.clone())
@@ -940,13 +935,9 @@ impl<'a> Page<'a> {
             value: v,
             label: "disk ceiling (1 thread)".into(),
         });
-        let xs: Vec<u64> = cells
-            .values()
-            .flat_map(|(_, e)| e.values().flat_map(|p| p.keys().copied()))
-            .collect();
         let (lo, hi) = (
-            xs.iter().copied().min().unwrap_or(1).max(1),
-            xs.iter().copied().max().unwrap_or(1),
+            settings.first().copied().unwrap_or(1).max(1),
+            settings.last().copied().unwrap_or(1),
         );
         let _ = write!(
             h,
@@ -1224,11 +1215,6 @@ impl<'a> Page<'a> {
     }
 }
 
-/// The result of `run` at position `index` of its group (results of older files carry no
-/// position: their place in the list is it).
-/// A failed cell's reason without the engine's name ("rocksdb has failed here: killed
-/// by signal 11" -> "killed by signal 11"; "... has failed earlier in the group: ..." ->
-/// "earlier in the group: ...").
 /// One cell of the summary: `row`'s median µs per operation for engine `e`, and under it
 /// the paired ratio to Strata with its range.
 fn summary_cell(h: &mut String, r: &SummaryRow, e: &str) {
@@ -1255,6 +1241,15 @@ fn summary_cell(h: &mut String, r: &SummaryRow, e: &str) {
         }
         (None, _) => h.push_str("<td class=\"na\">n/a</td>"),
     }
+}
+
+/// `title` with its phase: "after compaction" for a read when a compaction ran before it
+/// in its group (a write's figure does not depend on it).
+fn with_phase(mut title: String, benchmark: &str, compacted: bool) -> String {
+    if compacted && benchmark.starts_with("read") {
+        title.push_str(" after compaction");
+    }
+    title
 }
 
 /// A row code of LevelDB's page (`1B`, `2E`).
@@ -1314,12 +1309,17 @@ fn count_words(n: u64) -> String {
     }
 }
 
+/// A failed cell's reason without the engine's name ("rocksdb has failed here: killed
+/// by signal 11" -> "killed by signal 11"; "... has failed earlier in the group: ..." ->
+/// "earlier in the group: ...").
 fn failure_words(why: &str) -> String {
     let rest = why.split_once(" has ").map_or(why, |(_, r)| r);
     let rest = rest.strip_prefix("failed here: ").unwrap_or(rest);
     rest.strip_prefix("failed ").unwrap_or(rest).to_string()
 }
 
+/// The result of `run` at position `index` of its group (results of older files carry no
+/// position: their place in the list is it).
 fn result_at(run: &EngineRun, index: usize) -> Option<&BenchResult> {
     run.results
         .iter()
@@ -1392,7 +1392,7 @@ border:1px solid #e5e5e5}figure svg{display:block;max-width:100%;height:auto}\
 figcaption{font-size:12px;color:#777;padding:2px 8px 6px}figcaption a{float:right}\
 table{border-collapse:collapse;font-size:13px;background:#fff}td,th{border:1px solid #e2e2e2;\
 padding:3px 6px;text-align:right;white-space:nowrap}td:first-child,th:first-child{text-align:left}\
-tr.group td{text-align:left;background:#f0f0f0;font-weight:600}.na{color:#999}.failed{color:#b03a2e;font-weight:600}\
+.na{color:#999}.failed{color:#b03a2e;font-weight:600}\
 #failures td,#failures th{white-space:normal;text-align:left}#failures pre{white-space:pre-wrap;font-weight:400;color:#333}\
 .scroll{overflow-x:auto}table.summary{margin:8px 0 16px}table.summary th{white-space:normal;vertical-align:bottom;max-width:150px}\
 table.wrap{width:100%}table.wrap td{white-space:normal;text-align:left;overflow-wrap:anywhere}footer{margin-top:32px;color:#888;font-size:12px}nav{font-size:14px}";
