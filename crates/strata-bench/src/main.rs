@@ -42,6 +42,10 @@ const PEERS: &[&str] = &[
     "rocksdb",
     #[cfg(not(feature = "rocksdb"))]
     "rocksdb-blob",
+    #[cfg(not(feature = "rocksdb"))]
+    "rocksdb-optimistic",
+    #[cfg(not(feature = "rocksdb"))]
+    "rocksdb-pessimistic",
     #[cfg(not(feature = "sqlite"))]
     "sqlite3",
     #[cfg(not(feature = "sqlite"))]
@@ -56,6 +60,8 @@ const PEERS: &[&str] = &[
     "lmdb",
     #[cfg(not(feature = "fjall"))]
     "fjall",
+    #[cfg(not(feature = "fjall"))]
+    "fjall-tx",
 ];
 
 /// One column of a run: an engine this harness drives, or a peer's own benchmark program.

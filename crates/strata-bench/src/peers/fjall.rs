@@ -1,35 +1,69 @@
 //! fjall 2 (the leading Rust LSM engine): its defaults, with the benchmark's cache and
 //! memtable sizes. Synced writes persist the journal with `PersistMode::SyncAll`.
+//!
+//! `fjall-tx` opens the same keyspace as fjall's transactional keyspace with its default
+//! transactions (`single_writer_tx`: serializable, one write transaction at a time, so
+//! none ever conflicts, as LMDB's): the peer of Strata's transactions, chosen by name only.
+//! Its plain writes are transactions of one operation each (they take the writer's turn);
+//! its reads and scans go to the partition underneath.
 
 use std::path::Path;
 
 use anyhow::Result;
-use fjall::{Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode};
+use fjall::{
+    Config, Keyspace, PartitionCreateOptions, PartitionHandle, PersistMode, TxKeyspace,
+    TxPartitionHandle,
+};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, Update, found};
 
-/// Opens fjall keyspaces with one partition.
+/// Opens fjall keyspaces with one partition; with `transactional`, as `fjall-tx`.
 #[derive(Debug)]
-pub struct FjallKind;
+pub struct FjallKind {
+    pub transactional: bool,
+}
 
 struct FjallEngine {
     keyspace: Keyspace,
     items: PartitionHandle,
+    /// The transactional keyspace `keyspace` lies under, and its partition (`fjall-tx`).
+    tx: Option<(TxKeyspace, TxPartitionHandle)>,
 }
 
 impl EngineKind for FjallKind {
     fn name(&self) -> &'static str {
-        "fjall"
+        if self.transactional {
+            "fjall-tx"
+        } else {
+            "fjall"
+        }
     }
     fn version(&self) -> String {
         "2".to_string()
     }
+    fn has_transactions(&self) -> bool {
+        self.transactional
+    }
     fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
-        let keyspace = Config::new(dir).cache_size(s.cache_size as u64).open()?;
+        let config = Config::new(dir).cache_size(s.cache_size as u64);
         let options = PartitionCreateOptions::default()
             .max_memtable_size(u32::try_from(s.write_buffer_size).unwrap_or(u32::MAX));
+        if self.transactional {
+            let tx_keyspace = config.open_transactional()?;
+            let tx_items = tx_keyspace.open_partition("kv", options)?;
+            return Ok(Box::new(FjallEngine {
+                keyspace: tx_keyspace.inner().clone(),
+                items: tx_items.inner().clone(),
+                tx: Some((tx_keyspace, tx_items)),
+            }));
+        }
+        let keyspace = config.open()?;
         let items = keyspace.open_partition("kv", options)?;
-        Ok(Box::new(FjallEngine { keyspace, items }))
+        Ok(Box::new(FjallEngine {
+            keyspace,
+            items,
+            tx: None,
+        }))
     }
 }
 
@@ -44,17 +78,52 @@ impl FjallEngine {
 
 impl Engine for FjallEngine {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
-        self.items.insert(key, value)?;
+        match &self.tx {
+            Some((_, items)) => items.insert(key, value)?,
+            None => self.items.insert(key, value)?,
+        }
         self.persist(sync)
+    }
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+        let Some((keyspace, items)) = &self.tx else {
+            return Err(crate::engine::Cannot("no transactions".into()).into());
+        };
+        let mut txn = keyspace.write_tx();
+        if sync {
+            txn = txn.durability(Some(PersistMode::SyncAll));
+        }
+        let mut read = Vec::with_capacity(keys.len());
+        for k in keys {
+            read.push(txn.get(items, k)?.map(|v| v.to_vec()));
+        }
+        for (k, v) in keys.iter().zip(update(&read)) {
+            txn.insert(items, *k, v);
+        }
+        txn.commit()?;
+        Ok(true)
     }
     fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         Ok(found(visit, self.items.get(key)?))
     }
     fn delete(&self, key: &[u8], sync: bool) -> Result<()> {
-        self.items.remove(key)?;
+        match &self.tx {
+            Some((_, items)) => items.remove(key)?,
+            None => self.items.remove(key)?,
+        }
         self.persist(sync)
     }
     fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
+        if let Some((keyspace, items)) = &self.tx {
+            let mut txn = keyspace.write_tx();
+            for (k, v) in ops {
+                match v {
+                    Some(v) => txn.insert(items, *k, *v),
+                    None => txn.remove(items, *k),
+                }
+            }
+            txn.commit()?;
+            return self.persist(sync);
+        }
         let mut batch = self.keyspace.batch();
         for (k, v) in ops {
             match v {

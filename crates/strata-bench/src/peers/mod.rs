@@ -27,16 +27,18 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
     #[cfg(feature = "leveldb")]
     v.push(&leveldb::LevelDbKind);
     #[cfg(feature = "fjall")]
-    v.push(&fjall::FjallKind);
+    v.push(&fjall::FjallKind {
+        transactional: false,
+    });
     #[cfg(feature = "rocksdb")]
     {
         v.push(&rocksdb::RocksDbKind {
             blob: false,
-            optimistic: false,
+            transactions: rocksdb::Transactions::None,
         });
         v.push(&rocksdb::RocksDbKind {
             blob: true,
-            optimistic: false,
+            transactions: rocksdb::Transactions::None,
         });
     }
     #[cfg(feature = "lmdb")]
@@ -59,13 +61,23 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
 }
 
 /// Engines chosen by name only, not part of `--engines=all`: columns for the transaction
-/// workloads (RocksDB's optimistic transaction database).
+/// workloads (RocksDB's optimistic and pessimistic transaction databases, fjall's
+/// transactional keyspace).
 pub fn by_name_only() -> Vec<&'static dyn EngineKind> {
     vec![
+        #[cfg(feature = "fjall")]
+        &fjall::FjallKind {
+            transactional: true,
+        },
         #[cfg(feature = "rocksdb")]
         &rocksdb::RocksDbKind {
             blob: false,
-            optimistic: true,
+            transactions: rocksdb::Transactions::Optimistic,
+        },
+        #[cfg(feature = "rocksdb")]
+        &rocksdb::RocksDbKind {
+            blob: false,
+            transactions: rocksdb::Transactions::Pessimistic,
         },
     ]
 }

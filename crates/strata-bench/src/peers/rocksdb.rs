@@ -122,6 +122,27 @@ unsafe extern "C" {
         o: *const Opaque,
         old: *mut Opaque,
     ) -> *mut Opaque;
+    fn rocksdb_transactiondb_options_create() -> *mut Opaque;
+    fn rocksdb_transactiondb_options_destroy(o: *mut Opaque);
+    fn rocksdb_transactiondb_options_set_transaction_lock_timeout(o: *mut Opaque, ms: i64);
+    fn rocksdb_transactiondb_open(
+        o: *const Opaque,
+        txn_db_options: *const Opaque,
+        name: *const c_char,
+        err: *mut *mut c_char,
+    ) -> *mut Opaque;
+    fn rocksdb_transactiondb_get_base_db(txn_db: *mut Opaque) -> *mut Opaque;
+    fn rocksdb_transactiondb_close_base_db(db: *mut Opaque);
+    fn rocksdb_transactiondb_close(txn_db: *mut Opaque);
+    fn rocksdb_transaction_options_create() -> *mut Opaque;
+    fn rocksdb_transaction_options_destroy(o: *mut Opaque);
+    fn rocksdb_transaction_options_set_deadlock_detect(o: *mut Opaque, v: u8);
+    fn rocksdb_transaction_begin(
+        txn_db: *mut Opaque,
+        w: *const Opaque,
+        o: *const Opaque,
+        old: *mut Opaque,
+    ) -> *mut Opaque;
     fn rocksdb_transaction_get_for_update(
         txn: *mut Opaque,
         r: *const Opaque,
@@ -161,20 +182,42 @@ fn check(err: *mut c_char) -> Result<()> {
 /// files at flush, garbage collected by compactions with RocksDB's default age cutoff,
 /// Snappy per `--blob_compression`), the peer of `strata-blob`.
 ///
-/// With `optimistic`, `rocksdb-optimistic`: the database opened as RocksDB's
-/// `OptimisticTransactionDB` (every plain operation through its base database), whose
-/// transactions read with `GetForUpdate` (so every key read is checked) and fail their
-/// commit on a conflict: the peer of Strata's transactions. Chosen by name only.
+/// With [`Transactions::Optimistic`], `rocksdb-optimistic`: the database opened as
+/// RocksDB's `OptimisticTransactionDB`, whose transactions read with `GetForUpdate` (so
+/// every key read is checked) and fail their commit on a conflict. With
+/// [`Transactions::Pessimistic`], `rocksdb-pessimistic`: its `TransactionDB`, whose
+/// `GetForUpdate` locks the key until the transaction ends. Either way every plain
+/// operation goes through the base database. The peers of Strata's transactions, chosen by
+/// name only.
 #[derive(Debug)]
 pub struct RocksDbKind {
     pub blob: bool,
-    pub optimistic: bool,
+    pub transactions: Transactions,
 }
 
+/// Which of RocksDB's transaction databases a [`RocksDbKind`] opens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transactions {
+    /// A plain database: no transactions.
+    None,
+    /// `OptimisticTransactionDB`: checked at commit.
+    Optimistic,
+    /// `TransactionDB`: keys locked as read, with deadlock detection and db_bench's lock
+    /// timeout ([`LOCK_TIMEOUT_MS`]); a timed-out or deadlocked lock counts as an abort.
+    Pessimistic,
+}
+
+/// RocksDB db_bench's `--transaction_lock_timeout` default: how long a pessimistic
+/// transaction waits for a lock before it fails.
+const LOCK_TIMEOUT_MS: i64 = 100;
+
 struct RocksDb {
-    /// The optimistic transaction database `db` is the base of (null: a plain database).
+    transactions: Transactions,
+    /// The transaction database `db` is the base of (null: a plain database).
     otxn: *mut Opaque,
     otxn_options: *mut Opaque,
+    /// The pessimistic database's options (null unless pessimistic).
+    txn_db_options: *mut Opaque,
     db: *mut Opaque,
     options: *mut Opaque,
     table: *mut Opaque,
@@ -192,14 +235,15 @@ unsafe impl Sync for RocksDb {}
 
 impl EngineKind for RocksDbKind {
     fn name(&self) -> &'static str {
-        match (self.blob, self.optimistic) {
-            (_, true) => "rocksdb-optimistic",
-            (true, false) => "rocksdb-blob",
-            (false, false) => "rocksdb",
+        match (self.blob, self.transactions) {
+            (_, Transactions::Optimistic) => "rocksdb-optimistic",
+            (_, Transactions::Pessimistic) => "rocksdb-pessimistic",
+            (true, Transactions::None) => "rocksdb-blob",
+            (false, Transactions::None) => "rocksdb",
         }
     }
     fn has_transactions(&self) -> bool {
-        self.optimistic
+        self.transactions != Transactions::None
     }
     fn version(&self) -> String {
         env!("STRATA_ROCKSDB_BUILD").to_string()
@@ -241,23 +285,50 @@ impl EngineKind for RocksDbKind {
             }
             rocksdb_options_set_block_based_table_factory(options, table);
             let mut err = ptr::null_mut();
-            let (otxn, db) = if self.optimistic {
-                let otxn = rocksdb_optimistictransactiondb_open(options, name.as_ptr(), &mut err);
-                let base = if otxn.is_null() {
-                    ptr::null_mut()
-                } else {
-                    rocksdb_optimistictransactiondb_get_base_db(otxn)
-                };
-                (otxn, base)
-            } else {
-                (
+            let mut txn_db_options = ptr::null_mut();
+            let (otxn, db, otxn_options) = match self.transactions {
+                Transactions::Optimistic => {
+                    let otxn =
+                        rocksdb_optimistictransactiondb_open(options, name.as_ptr(), &mut err);
+                    let base = if otxn.is_null() {
+                        ptr::null_mut()
+                    } else {
+                        rocksdb_optimistictransactiondb_get_base_db(otxn)
+                    };
+                    (otxn, base, rocksdb_optimistictransaction_options_create())
+                }
+                Transactions::Pessimistic => {
+                    txn_db_options = rocksdb_transactiondb_options_create();
+                    rocksdb_transactiondb_options_set_transaction_lock_timeout(
+                        txn_db_options,
+                        LOCK_TIMEOUT_MS,
+                    );
+                    let txn_db = rocksdb_transactiondb_open(
+                        options,
+                        txn_db_options,
+                        name.as_ptr(),
+                        &mut err,
+                    );
+                    let base = if txn_db.is_null() {
+                        ptr::null_mut()
+                    } else {
+                        rocksdb_transactiondb_get_base_db(txn_db)
+                    };
+                    let txn_options = rocksdb_transaction_options_create();
+                    rocksdb_transaction_options_set_deadlock_detect(txn_options, 1);
+                    (txn_db, base, txn_options)
+                }
+                Transactions::None => (
                     ptr::null_mut(),
                     rocksdb_open(options, name.as_ptr(), &mut err),
-                )
+                    ptr::null_mut(),
+                ),
             };
             let engine = RocksDb {
+                transactions: self.transactions,
                 otxn,
-                otxn_options: rocksdb_optimistictransaction_options_create(),
+                otxn_options,
+                txn_db_options,
                 db,
                 options,
                 table,
@@ -291,15 +362,32 @@ impl Drop for RocksDb {
         // SAFETY: every pointer was created in `open` and is destroyed once; no iterator
         // outlives the engine (they are local to `scan` and `seek`).
         unsafe {
-            if !self.otxn.is_null() {
-                if !self.db.is_null() {
-                    rocksdb_optimistictransactiondb_close_base_db(self.db);
+            match self.transactions {
+                Transactions::Optimistic if !self.otxn.is_null() => {
+                    if !self.db.is_null() {
+                        rocksdb_optimistictransactiondb_close_base_db(self.db);
+                    }
+                    rocksdb_optimistictransactiondb_close(self.otxn);
                 }
-                rocksdb_optimistictransactiondb_close(self.otxn);
-            } else if !self.db.is_null() {
-                rocksdb_close(self.db);
+                Transactions::Pessimistic if !self.otxn.is_null() => {
+                    if !self.db.is_null() {
+                        rocksdb_transactiondb_close_base_db(self.db);
+                    }
+                    rocksdb_transactiondb_close(self.otxn);
+                }
+                _ if !self.db.is_null() => rocksdb_close(self.db),
+                _ => {}
             }
-            rocksdb_optimistictransaction_options_destroy(self.otxn_options);
+            match self.transactions {
+                Transactions::Optimistic => {
+                    rocksdb_optimistictransaction_options_destroy(self.otxn_options);
+                }
+                Transactions::Pessimistic => {
+                    rocksdb_transaction_options_destroy(self.otxn_options);
+                    rocksdb_transactiondb_options_destroy(self.txn_db_options);
+                }
+                Transactions::None => {}
+            }
             rocksdb_readoptions_destroy(self.read);
             rocksdb_writeoptions_destroy(self.write_async);
             rocksdb_writeoptions_destroy(self.write_sync);
@@ -361,7 +449,8 @@ impl Iter {
 
 impl RocksDb {
     /// The body of `transact` on transaction `txn`: reads with `GetForUpdate`, writes,
-    /// commits. `Ok(false)` on a conflict (RocksDB's Busy or TryAgain).
+    /// commits. `Ok(false)` on a conflict: RocksDB's Busy or TryAgain at an optimistic
+    /// commit; a lock that timed out or would deadlock at a pessimistic read or write.
     fn run_transaction(
         &self,
         txn: *mut Opaque,
@@ -384,7 +473,9 @@ impl RocksDb {
                     &mut err,
                 )
             };
-            check(err)?;
+            if let Err(e) = check(err) {
+                return conflict_or(e);
+            }
             if v.is_null() {
                 read.push(None);
             } else {
@@ -409,23 +500,32 @@ impl RocksDb {
                     &mut err,
                 )
             };
-            check(err)?;
+            if let Err(e) = check(err) {
+                return conflict_or(e);
+            }
         }
         let mut err = ptr::null_mut();
         // SAFETY: a live transaction, committed once.
         unsafe { rocksdb_transaction_commit(txn, &mut err) };
         match check(err) {
             Ok(()) => Ok(true),
-            Err(e) => {
-                let m = e.to_string();
-                if m.contains("Resource busy") || m.contains("Try again") || m.contains("TryAgain")
-                {
-                    Ok(false)
-                } else {
-                    Err(e)
-                }
-            }
+            Err(e) => conflict_or(e),
         }
+    }
+}
+
+/// `Ok(false)` (an abort, to be retried) for the errors a transaction meets when another
+/// one got there first: Busy (an optimistic conflict, or a deadlock), TryAgain, and a lock
+/// wait that timed out; any other error is returned.
+fn conflict_or(e: anyhow::Error) -> Result<bool> {
+    let m = e.to_string();
+    if ["Resource busy", "Try again", "TryAgain", "timed out"]
+        .iter()
+        .any(|s| m.contains(s))
+    {
+        Ok(false)
+    } else {
+        Err(e)
     }
 }
 
@@ -434,18 +534,26 @@ impl Engine for RocksDb {
         if self.otxn.is_null() {
             return Err(crate::engine::Cannot("no transactions".into()).into());
         }
-        // SAFETY: the optimistic database is open; the transaction is destroyed below,
-        // whatever `run_transaction` returns.
+        // SAFETY: the transaction database is open, `otxn_options` of its kind; the
+        // transaction is destroyed below, whatever `run_transaction` returns.
         let txn = unsafe {
-            rocksdb_optimistictransaction_begin(
-                self.otxn,
-                self.wo(sync),
-                self.otxn_options,
-                ptr::null_mut(),
-            )
+            match self.transactions {
+                Transactions::Pessimistic => rocksdb_transaction_begin(
+                    self.otxn,
+                    self.wo(sync),
+                    self.otxn_options,
+                    ptr::null_mut(),
+                ),
+                _ => rocksdb_optimistictransaction_begin(
+                    self.otxn,
+                    self.wo(sync),
+                    self.otxn_options,
+                    ptr::null_mut(),
+                ),
+            }
         };
         if txn.is_null() {
-            return Err(anyhow!("rocksdb_optimistictransaction_begin returned null"));
+            return Err(anyhow!("RocksDB's transaction begin returned null"));
         }
         let out = self.run_transaction(txn, keys, update);
         // SAFETY: created above, destroyed once.
