@@ -76,7 +76,7 @@ BARE_SECTIONS = {"README.md": "Where it stands"}
 
 MD_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 BARE_PATH = re.compile(r"(?<![\w/.-])((?:docs/)?results/[\w.-]+(?:/[\w.{},-]+)?)")
-GOAL = re.compile(r"goal(?: is)?(?: within)?\s*$")
+GOAL = re.compile(r"goal(?:\s+is)?(?:\s+within)?\s*$")
 SENTENCE_END = re.compile(r"[.;]\s+(?=[A-Z(\[`])")
 
 
