@@ -17,6 +17,8 @@ SHELL := /bin/bash
 PEERS = --features strata-bench/peers
 test: deps
 	$(CARGO) fmt --all --check
+	# Every ratio the README, guide and status quote has a source that holds it.
+	python3 scripts/quoted-figures.py --check > /dev/null || { python3 scripts/quoted-figures.py --problems; false; }
 	$(CARGO) clippy --workspace --all-targets $(PEERS) -- -D warnings
 	$(CARGO) clippy -p strata --lib -- -D warnings
 	$(CARGO) clippy -p strata-bench --bin strata-bench -- -D warnings
