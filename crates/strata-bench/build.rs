@@ -8,6 +8,10 @@ fn main() {
             .compile("wiredtiger_shim");
         println!("cargo:rustc-link-lib=wiredtiger");
     }
+    // Set when the linked RocksDB exports `rocksdb_transactiondb_get_base_db` (a release
+    // library from `STRATA_BENCH_ROCKSDB_DIR`; Debian's 7.8.3 lacks it): the
+    // `rocksdb-pessimistic` column needs it.
+    println!("cargo::rustc-check-cfg=cfg(rocksdb_base_db)");
     if std::env::var_os("CARGO_FEATURE_ROCKSDB").is_some() {
         link_rocksdb();
     }
@@ -39,6 +43,7 @@ fn link_rocksdb() {
                 println!("cargo:rustc-link-lib=dylib:+verbatim=librocksdbjni-linux64.so");
             }
             println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}");
+            println!("cargo:rustc-cfg=rocksdb_base_db");
             println!("cargo:rustc-env=STRATA_ROCKSDB_BUILD={build}");
         }
         _ => {

@@ -44,7 +44,7 @@ const PEERS: &[&str] = &[
     "rocksdb-blob",
     #[cfg(not(feature = "rocksdb"))]
     "rocksdb-optimistic",
-    #[cfg(not(feature = "rocksdb"))]
+    #[cfg(not(all(feature = "rocksdb", rocksdb_base_db)))]
     "rocksdb-pessimistic",
     #[cfg(not(feature = "sqlite"))]
     "sqlite3",

@@ -74,7 +74,9 @@ pub fn by_name_only() -> Vec<&'static dyn EngineKind> {
             blob: false,
             transactions: rocksdb::Transactions::Optimistic,
         },
-        #[cfg(feature = "rocksdb")]
+        // Needs a release RocksDB (`STRATA_BENCH_ROCKSDB_DIR`): Debian's has no base
+        // database for a pessimistic one.
+        #[cfg(all(feature = "rocksdb", rocksdb_base_db))]
         &rocksdb::RocksDbKind {
             blob: false,
             transactions: rocksdb::Transactions::Pessimistic,

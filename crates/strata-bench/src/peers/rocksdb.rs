@@ -131,7 +131,9 @@ unsafe extern "C" {
         name: *const c_char,
         err: *mut *mut c_char,
     ) -> *mut Opaque;
+    #[cfg(rocksdb_base_db)]
     fn rocksdb_transactiondb_get_base_db(txn_db: *mut Opaque) -> *mut Opaque;
+    #[cfg(rocksdb_base_db)]
     fn rocksdb_transactiondb_close_base_db(db: *mut Opaque);
     fn rocksdb_transactiondb_close(txn_db: *mut Opaque);
     fn rocksdb_transaction_options_create() -> *mut Opaque;
@@ -204,6 +206,8 @@ pub enum Transactions {
     Optimistic,
     /// `TransactionDB`: keys locked as read, with deadlock detection and db_bench's lock
     /// timeout ([`LOCK_TIMEOUT_MS`]); a timed-out or deadlocked lock counts as an abort.
+    /// Offered only on a release library (`rocksdb_base_db`, see build.rs).
+    #[cfg_attr(not(rocksdb_base_db), allow(dead_code))]
     Pessimistic,
 }
 
@@ -309,11 +313,16 @@ impl EngineKind for RocksDbKind {
                         name.as_ptr(),
                         &mut err,
                     );
+                    // Only a release library has it: Debian's 7.8.3 gives no base database
+                    // (the column is then not offered, `peers::by_name_only`).
+                    #[cfg(rocksdb_base_db)]
                     let base = if txn_db.is_null() {
                         ptr::null_mut()
                     } else {
                         rocksdb_transactiondb_get_base_db(txn_db)
                     };
+                    #[cfg(not(rocksdb_base_db))]
+                    let base = ptr::null_mut();
                     let txn_options = rocksdb_transaction_options_create();
                     rocksdb_transaction_options_set_deadlock_detect(txn_options, 1);
                     (txn_db, base, txn_options)
@@ -370,6 +379,7 @@ impl Drop for RocksDb {
                     rocksdb_optimistictransactiondb_close(self.otxn);
                 }
                 Transactions::Pessimistic if !self.otxn.is_null() => {
+                    #[cfg(rocksdb_base_db)]
                     if !self.db.is_null() {
                         rocksdb_transactiondb_close_base_db(self.db);
                     }
