@@ -96,7 +96,7 @@ bench-group-commit: deps
 
 # Transactions (randomtransaction at two contention levels and a read-modify-write mix,
 # 1, 4 and 16 threads): Strata and the peers with transactions, 5 rounds, 3 s a group
-# (about 25 minutes here).
+# (about 15 minutes here).
 bench-transactions: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report

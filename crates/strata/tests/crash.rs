@@ -92,16 +92,10 @@ fn crash_child() {
 #[test]
 fn acknowledged_writes_survive_kill_9() {
     let cycles = env_u64("STRATA_CRASH_CYCLES", 50);
-    let dir = tempfile::tempdir().unwrap();
+    let mut dir = tempfile::tempdir().unwrap();
     // STRATA_CRASH_KEEP=1 keeps the directory (printed) for a look after a failure.
-    let dir = match std::env::var_os("STRATA_CRASH_KEEP") {
-        Some(_) => Err(dir.keep()),
-        None => Ok(dir),
-    };
-    let path = match &dir {
-        Ok(d) => d.path().join("db"),
-        Err(kept) => kept.join("db"),
-    };
+    dir.disable_cleanup(std::env::var_os("STRATA_CRASH_KEEP").is_some());
+    let path = dir.path().join("db");
     println!("kill -9: database in {}", path.display());
     let seed = env_u64("STRATA_CRASH_SEED", 99);
     println!(

@@ -289,8 +289,7 @@ impl EngineKind for RocksDbKind {
             }
             rocksdb_options_set_block_based_table_factory(options, table);
             let mut err = ptr::null_mut();
-            let mut txn_db_options = ptr::null_mut();
-            let (otxn, db, otxn_options) = match self.transactions {
+            let (otxn, db, otxn_options, txn_db_options) = match self.transactions {
                 Transactions::Optimistic => {
                     let otxn =
                         rocksdb_optimistictransactiondb_open(options, name.as_ptr(), &mut err);
@@ -299,10 +298,11 @@ impl EngineKind for RocksDbKind {
                     } else {
                         rocksdb_optimistictransactiondb_get_base_db(otxn)
                     };
-                    (otxn, base, rocksdb_optimistictransaction_options_create())
+                    let o = rocksdb_optimistictransaction_options_create();
+                    (otxn, base, o, ptr::null_mut())
                 }
                 Transactions::Pessimistic => {
-                    txn_db_options = rocksdb_transactiondb_options_create();
+                    let txn_db_options = rocksdb_transactiondb_options_create();
                     rocksdb_transactiondb_options_set_transaction_lock_timeout(
                         txn_db_options,
                         LOCK_TIMEOUT_MS,
@@ -325,11 +325,12 @@ impl EngineKind for RocksDbKind {
                     let base = ptr::null_mut();
                     let txn_options = rocksdb_transaction_options_create();
                     rocksdb_transaction_options_set_deadlock_detect(txn_options, 1);
-                    (txn_db, base, txn_options)
+                    (txn_db, base, txn_options, txn_db_options)
                 }
                 Transactions::None => (
                     ptr::null_mut(),
                     rocksdb_open(options, name.as_ptr(), &mut err),
+                    ptr::null_mut(),
                     ptr::null_mut(),
                 ),
             };
@@ -371,32 +372,33 @@ impl Drop for RocksDb {
         // SAFETY: every pointer was created in `open` and is destroyed once; no iterator
         // outlives the engine (they are local to `scan` and `seek`).
         unsafe {
-            match self.transactions {
-                Transactions::Optimistic if !self.otxn.is_null() => {
-                    if !self.db.is_null() {
-                        rocksdb_optimistictransactiondb_close_base_db(self.db);
-                    }
-                    rocksdb_optimistictransactiondb_close(self.otxn);
-                }
-                Transactions::Pessimistic if !self.otxn.is_null() => {
-                    #[cfg(rocksdb_base_db)]
-                    if !self.db.is_null() {
-                        rocksdb_transactiondb_close_base_db(self.db);
-                    }
-                    rocksdb_transactiondb_close(self.otxn);
-                }
-                _ if !self.db.is_null() => rocksdb_close(self.db),
-                _ => {}
-            }
+            // `db` is the transaction database's base, so it is never set without `otxn`.
             match self.transactions {
                 Transactions::Optimistic => {
+                    if !self.otxn.is_null() {
+                        if !self.db.is_null() {
+                            rocksdb_optimistictransactiondb_close_base_db(self.db);
+                        }
+                        rocksdb_optimistictransactiondb_close(self.otxn);
+                    }
                     rocksdb_optimistictransaction_options_destroy(self.otxn_options);
                 }
                 Transactions::Pessimistic => {
+                    if !self.otxn.is_null() {
+                        #[cfg(rocksdb_base_db)]
+                        if !self.db.is_null() {
+                            rocksdb_transactiondb_close_base_db(self.db);
+                        }
+                        rocksdb_transactiondb_close(self.otxn);
+                    }
                     rocksdb_transaction_options_destroy(self.otxn_options);
                     rocksdb_transactiondb_options_destroy(self.txn_db_options);
                 }
-                Transactions::None => {}
+                Transactions::None => {
+                    if !self.db.is_null() {
+                        rocksdb_close(self.db);
+                    }
+                }
             }
             rocksdb_readoptions_destroy(self.read);
             rocksdb_writeoptions_destroy(self.write_async);
