@@ -1,6 +1,7 @@
 //! Transactions (`Db::transaction`): each test is an anomaly that a wrong check would let
 //! through. A bank whose total must hold in every snapshot while eight threads move money;
-//! write skew; a phantom insert into a scanned range; ranges that intersect; a counter
+//! write skew; sibling transactions on one snapshot (a registration ended twice); a
+//! phantom insert into a scanned range; ranges that intersect; a counter
 //! bumped by compare-and-swap from several threads; reads of a transaction's own writes;
 //! a history of random transactions whose dependency graph must have no cycle; the bank
 //! under simulated power cuts.
@@ -144,6 +145,38 @@ fn write_skew_is_rejected() {
     assert!(e.is_conflict(), "{e}");
     assert!(matches!(e, Error::Conflict(_)));
     assert_eq!(number(db.get("oncall/bob").unwrap()), 1, "t2 wrote nothing");
+}
+
+#[test]
+fn a_commit_ends_only_its_own_registration() {
+    // Three transactions on one snapshot. Each commit, conflicting or not, and each drop
+    // must end its own registration once: ending one twice would end a sibling's, whose
+    // snapshot then has no records kept for it, and its stale read would commit.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = open(tmp.path());
+    db.put("x", "0").unwrap();
+    let mut reader = db.transaction();
+    let mut blind = db.transaction();
+    let mut loser = db.transaction();
+    let dropped = db.transaction();
+    assert_eq!(number(reader.get("y").unwrap()), 0);
+    assert_eq!(number(loser.get("x").unwrap()), 0);
+    blind.put("x", "1");
+    blind.commit().unwrap();
+    loser.put("w", "1");
+    assert!(
+        loser.commit().unwrap_err().is_conflict(),
+        "x changed under it"
+    );
+    drop(dropped);
+    db.put("y", "1").unwrap(); // after the reader's snapshot: must be recorded
+    reader.put("z", "1");
+    let e = reader.commit().unwrap_err();
+    assert!(
+        e.is_conflict(),
+        "y was written after the reader read it: {e}"
+    );
+    assert_eq!(db.get("z").unwrap(), None);
 }
 
 #[test]

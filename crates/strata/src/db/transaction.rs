@@ -67,6 +67,8 @@ pub struct Transaction<'db> {
     /// Its range deletes, `[start, end)`; a later put in one lives in `writes`.
     deleted: Vec<(Vec<u8>, Vec<u8>)>,
     order: InternalOrder,
+    /// Its registration was ended by its commit (`write::write_checked`), not by its drop.
+    ended: bool,
 }
 
 impl Db {
@@ -102,6 +104,7 @@ impl Db {
             writes: Vec::new(),
             deleted: Vec::new(),
             order: self.inner.table_cache.order().clone(),
+            ended: false,
         }
     }
 
@@ -331,6 +334,7 @@ impl<'db> Transaction<'db> {
             return Ok(());
         }
         let read = std::mem::take(&mut self.read);
+        self.ended = true;
         write::write_checked(&self.db.inner, Some(batch), options.sync, Some(read))
     }
 
@@ -366,7 +370,9 @@ impl<'db> Transaction<'db> {
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
         // After a commit's check, never before it: the records it needs stay (TX3).
-        self.db.inner.lock().conflicts.end(self.seqnum);
+        if !self.ended {
+            self.db.inner.lock().conflicts.end(self.seqnum);
+        }
     }
 }
 
@@ -450,5 +456,41 @@ impl Iterator for TransactionRange {
                 return Some(Ok((k, v)));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{Db, Options};
+
+    #[test]
+    fn every_way_a_transaction_ends_releases_its_registration() {
+        let tmp = tempfile::tempdir().unwrap();
+        let options = Options {
+            create_if_missing: true,
+            ..Default::default()
+        };
+        let db = Db::open(tmp.path(), options).unwrap();
+        db.put("x", "0").unwrap();
+        let tracking = || db.inner.lock().conflicts.tracking();
+        // Committed, conflicting, empty, dropped, and committed synced.
+        let mut won = db.transaction();
+        let mut lost = db.transaction();
+        let _ = lost.get("x").unwrap();
+        won.put("x", "1");
+        won.commit().unwrap();
+        lost.put("x", "2");
+        assert!(lost.commit().unwrap_err().is_conflict());
+        db.transaction().commit().unwrap();
+        drop(db.transaction());
+        let mut synced = db.transaction();
+        synced.put("y", "1");
+        synced
+            .commit_opt(&crate::WriteOptions { sync: true })
+            .unwrap();
+        assert!(!tracking(), "a registration outlived its transaction");
+        // Writes are no longer recorded for nobody.
+        db.put("z", "1").unwrap();
+        assert!(!tracking());
     }
 }

@@ -94,6 +94,7 @@ pub(super) fn write(db: &DbInner, batch: Option<WriteBatch>, sync: bool) -> Resu
 
 /// [`write`] of a transaction's batch: written only if `check` passes (TX2), in commit
 /// order, when the batch's turn comes; `Error::Conflict` otherwise, with nothing written.
+/// Either way the transaction's registration (at `check.snapshot`) ends here.
 pub(super) fn write_checked(
     db: &DbInner,
     batch: Option<WriteBatch>,
@@ -101,6 +102,9 @@ pub(super) fn write_checked(
     check: Option<ReadSet>,
 ) -> Result<()> {
     if db.read_only {
+        if let Some(check) = &check {
+            db.lock().conflicts.end(check.snapshot);
+        }
         return Err(read_only_error(&db.dir));
     }
     let force = batch.is_none();
@@ -300,9 +304,15 @@ fn commit_group<'a>(
 #[inline]
 fn hand_out(st: &mut State, me: &Arc<Writer>, group_size: usize, result: &Result<()>) {
     for _ in 0..group_size {
-        if let Some(w) = st.writers.pop_front()
-            && !Arc::ptr_eq(&w, me)
-        {
+        let Some(w) = st.writers.pop_front() else {
+            break;
+        };
+        // A transaction's registration ends with its commit (TX3: after its check), here,
+        // under the mutex the hand-out holds anyway.
+        if let Some(check) = &w.check {
+            st.conflicts.end(check.snapshot);
+        }
+        if !Arc::ptr_eq(&w, me) {
             finish(&w, result.clone());
             wake(&w);
         }

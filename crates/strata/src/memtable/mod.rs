@@ -147,7 +147,7 @@ impl MemTable {
         }
     }
 
-    /// Records the size and length of `runs` (the runs' lock is held).
+    /// Records the size and length of `runs` (by the one writer, M1).
     fn count(&self, runs: &[Run]) {
         let usage = runs.iter().map(Run::memory_usage).sum();
         let entries = runs.iter().map(|r| r.list.len()).sum();
@@ -162,12 +162,13 @@ impl MemTable {
     /// Adds an entry. Requires: M1, M2.
     #[cfg(any(test, feature = "internals"))]
     pub fn add(&self, seqnum: SeqNum, ty: ValueType, user_key: &[u8], value: &[u8]) {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        let mut runs = self.runs();
         self.add_to(&mut runs, seqnum, ty, user_key, value);
         self.count(&runs);
     }
 
-    /// Adds an entry to the newest run, first freezing it if it is full.
+    /// Adds an entry to the newest run, first freezing it if it is full (and publishing the
+    /// list with the new run).
     fn add_to(
         &self,
         runs: &mut Arc<Vec<Run>>,
@@ -184,6 +185,8 @@ impl MemTable {
             let mut next = Vec::clone(runs);
             next.push(Run::new(Some(limit), &self.order));
             *runs = Arc::new(next);
+            // Readers find the new run from here on; only the writer (M1) swaps the list.
+            *self.runs.lock().unwrap_or_else(|p| p.into_inner()) = Arc::clone(runs);
         }
         if let Some(run) = runs.last() {
             if let Some(f) = &run.filter {
@@ -196,7 +199,9 @@ impl MemTable {
     /// Adds every operation of `batch`, the first at the batch's seqnum. Stops at the
     /// first malformed record (batches from disk are checked before they get here).
     pub fn insert_batch(&self, batch: &WriteBatch) -> Result<()> {
-        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        // The list of runs is the writer's own (M1): readers take its lock only to clone
+        // it, and never wait for a batch's inserts.
+        let mut runs = self.runs();
         let mut result = Ok(());
         for (seqnum, op) in (batch.seqnum()..).zip(batch.iter()) {
             match op {
