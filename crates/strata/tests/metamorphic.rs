@@ -2,7 +2,8 @@
 //! and on a `BTreeMap` model; every observable result must be the same everywhere: each
 //! get, each cursor step (the entry it lands on, or not valid), each scan's entries, each
 //! error. The log mixes writes, batches, gets, snapshots, cursors, bounded scans,
-//! flushes, compactions, closes and reopens (`metamorphic/generate.rs`); the option sets
+//! transactions (with writes, flushes and compactions by another writer while they are
+//! open, so that some conflict), flushes, compactions, closes and reopens (`metamorphic/generate.rs`); the option sets
 //! vary sizes, compression, filters, caches, checksum checks and the filesystem
 //! (`metamorphic/sets.rs`). The log's text form is in `metamorphic/op.rs`.
 //!
@@ -177,8 +178,16 @@ fn shrink_and_write(
 fn summary(name: &str, set: &str, v: &Verdict, secs: f64) -> String {
     let t = v.tally;
     format!(
-        "{name} {set:<12} {} ops agree in {secs:.2} s: gets {} found + {} not, {} cursor positions, {} scanned entries; {} flushes, {} compactions",
-        v.ran, t.found, t.not_found, t.positions, t.entries, t.flushes, t.compactions
+        "{name} {set:<12} {} ops agree in {secs:.2} s: gets {} found + {} not, {} cursor positions, {} scanned entries, {} transactions ({} conflicts); {} flushes, {} compactions",
+        v.ran,
+        t.found,
+        t.not_found,
+        t.positions,
+        t.entries,
+        t.transactions,
+        t.conflicts,
+        t.flushes,
+        t.compactions
     )
 }
 

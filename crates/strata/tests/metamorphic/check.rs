@@ -35,6 +35,9 @@ pub struct Tally {
     /// Flushes and compactions the engine ran (from `strata.stats` before each close).
     pub flushes: u64,
     pub compactions: u64,
+    /// Transactions run, and how many of them failed with a conflict.
+    pub transactions: u64,
+    pub conflicts: u64,
 }
 
 impl Tally {
@@ -44,6 +47,14 @@ impl Tally {
             Outcome::Value(None) => self.not_found += 1,
             Outcome::At(Some(_)) => self.positions += 1,
             Outcome::Entries(es) => self.entries += es.len() as u64,
+            Outcome::Steps(steps) => {
+                self.transactions += 1;
+                if matches!(steps.last(), Some(Outcome::Failed { kind, .. }) if kind == "Conflict")
+                {
+                    self.conflicts += 1;
+                }
+                steps.iter().for_each(|o| self.count(o));
+            }
             _ => {}
         }
     }

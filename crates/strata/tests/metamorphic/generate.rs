@@ -7,13 +7,15 @@
 //! longer or shorter), which exist in no table. Values are mostly short, one in ten
 //! empty, a few 10 to 100 KiB. The mix: writes (single, synced now and then, and batches
 //! that may write one key twice), gets (now and at snapshots), cursors stepping both ways
-//! with bursts and turns, bounded scans both ways, flushes, full and partial compactions,
-//! closes and reopens. Every log ends with `close`.
+//! with bursts and turns, bounded scans both ways, transactions (reads, scans and writes
+//! of their own, with writes, flushes and compactions by another writer between their
+//! steps, often on the keys they read), flushes, full and partial compactions, closes
+//! and reopens. Every log ends with `close`.
 
 use std::ops::Bound;
 
 use crate::common::Rng;
-use crate::op::{Key, Op, Scan, Step, ValueSpec, Write};
+use crate::op::{Key, Op, Scan, Step, TxnStep, ValueSpec, Write};
 
 /// Live snapshots and cursors kept at most at once.
 const MAX_SNAPSHOTS: usize = 8;
@@ -167,6 +169,59 @@ impl Gen {
         }
     }
 
+    /// A write of one key or a range, for a transaction or for the writer beside it.
+    fn one_write(&mut self, near: Option<Key>) -> Write {
+        let key = near.unwrap_or_else(|| self.key());
+        match self.below(12) {
+            0 => {
+                let other = self.key();
+                if key <= other {
+                    Write::DeleteRange(key, other)
+                } else {
+                    Write::DeleteRange(other, key)
+                }
+            }
+            1..=3 => Write::Delete(key),
+            _ => Write::Put(key, self.value()),
+        }
+    }
+
+    /// A transaction: a few reads, scans and writes of its own; now and then another
+    /// writer's write (half the time to a key it has read), a flush or a compaction
+    /// between them.
+    fn txn(&mut self) -> Op {
+        let mut steps = Vec::new();
+        let mut read: Vec<Key> = Vec::new();
+        for _ in 0..1 + self.below(8) {
+            steps.push(match self.below(20) {
+                0..=5 => {
+                    let k = self.probe();
+                    read.push(k.clone());
+                    TxnStep::Get(k)
+                }
+                6..=7 => match self.scan() {
+                    Op::Scan(mut scan) => {
+                        scan.snap = None;
+                        TxnStep::Scan(scan)
+                    }
+                    _ => unreachable!("scan() makes a scan"),
+                },
+                8..=13 => TxnStep::Write(self.one_write(None)),
+                14..=17 => {
+                    let near = (!read.is_empty() && self.below(2) == 0)
+                        .then(|| read[self.below(read.len() as u64) as usize].clone());
+                    TxnStep::Meanwhile(self.one_write(near))
+                }
+                18 => TxnStep::MeanwhileFlush,
+                _ => TxnStep::MeanwhileCompact,
+            });
+        }
+        Op::Txn {
+            steps,
+            sync: self.sync(),
+        }
+    }
+
     fn scan(&mut self) -> Op {
         let (mut lower, mut upper) = (self.bound(), self.bound());
         // Mostly ordered bounds; now and then inverted ones, which must yield nothing.
@@ -298,10 +353,11 @@ impl Gen {
                 sync: self.sync(),
             },
             382..=461 => self.batch(),
-            462..=641 => Op::Get {
+            462..=611 => Op::Get {
                 key: self.probe(),
                 snap: self.snap(),
             },
+            612..=641 => self.txn(),
             642..=656 => return self.new_snapshot(),
             657..=666 => return self.release(),
             667..=686 => return self.new_iter(),

@@ -91,6 +91,16 @@ impl<F: FnMut(&[Op]) -> Option<usize>> Shrinker<F> {
                     _ => None,
                 }))
                 .collect(),
+            Op::Txn { steps, sync } => (0..steps.len())
+                .map(|i| {
+                    let mut st = steps.clone();
+                    st.remove(i);
+                    Op::Txn {
+                        steps: st,
+                        sync: *sync,
+                    }
+                })
+                .collect(),
             Op::Put { key, value, sync } if value.len > 1 => vec![Op::Put {
                 key: key.clone(),
                 value: short(value),

@@ -1,12 +1,15 @@
 //! The model every option set is held to: a `BTreeMap` from keys to values. A snapshot or
 //! a cursor keeps the map as it was (an `Rc` shared until the next write copies it), so
 //! reads at a snapshot and a cursor's whole life see one state, as the engine promises.
+//! A transaction reads the map as it was at its start with its own writes laid over it,
+//! and its commit fails with a conflict exactly when a key it read, or any key in a range
+//! it scanned, was written meanwhile (TX2).
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::rc::Rc;
 
-use crate::op::{Key, Op, Scan, Step, Write};
+use crate::op::{Key, Op, Scan, Step, TxnStep, Write};
 use crate::outcome::{Outcome, Val};
 
 type Map = BTreeMap<Key, Val>;
@@ -103,6 +106,120 @@ impl Model {
         })
     }
 
+    /// The keys `w` writes if done now: a range delete writes the keys it finds (RD1).
+    fn written_by(&self, w: &Write) -> Vec<Key> {
+        match w {
+            Write::Put(k, _) | Write::Delete(k) => vec![k.clone()],
+            Write::DeleteRange(a, b) if a < b => self
+                .now
+                .range(a.clone()..b.clone())
+                .map(|(k, _)| k.clone())
+                .collect(),
+            Write::DeleteRange(..) => Vec::new(),
+        }
+    }
+
+    /// A transaction from start to commit (`Op::Txn`).
+    fn txn(&mut self, steps: &[TxnStep]) -> Outcome {
+        let start = Rc::clone(&self.now);
+        // Its own writes (`None`: deleted) and range deletes, as `Transaction` keeps them.
+        let mut own: BTreeMap<Key, Option<Val>> = BTreeMap::new();
+        let mut own_writes: Vec<(Key, Option<crate::op::ValueSpec>)> = Vec::new();
+        let mut deleted: Vec<(Key, Key)> = Vec::new();
+        let in_deleted =
+            |deleted: &[(Key, Key)], k: &Key| deleted.iter().any(|(a, b)| a <= k && k < b);
+        let mut read_keys: Vec<Key> = Vec::new();
+        let mut read_ranges: Vec<Scan> = Vec::new();
+        let mut written: Vec<Key> = Vec::new();
+        let mut outs = Vec::new();
+        for step in steps {
+            match step {
+                TxnStep::Get(k) => outs.push(Outcome::Value(match own.get(k) {
+                    Some(v) => *v,
+                    None if in_deleted(&deleted, k) => None,
+                    None => {
+                        read_keys.push(k.clone());
+                        start.get(k).copied()
+                    }
+                })),
+                TxnStep::Scan(scan) => {
+                    read_ranges.push(scan.clone());
+                    let mut view: BTreeMap<Key, Val> = start
+                        .iter()
+                        .filter(|(k, _)| in_range(scan, k) && !in_deleted(&deleted, k))
+                        .map(|(k, v)| (k.clone(), *v))
+                        .collect();
+                    for (k, v) in own.iter().filter(|(k, _)| in_range(scan, k)) {
+                        match v {
+                            Some(v) => view.insert(k.clone(), *v),
+                            None => view.remove(k),
+                        };
+                    }
+                    let limit = scan.limit.map_or(usize::MAX, |n| n as usize);
+                    let pick = |(k, v): (&Key, &Val)| (k.clone(), *v);
+                    outs.push(Outcome::Entries(if scan.reverse {
+                        view.iter().rev().take(limit).map(pick).collect()
+                    } else {
+                        view.iter().take(limit).map(pick).collect()
+                    }));
+                }
+                TxnStep::Write(w) => match w {
+                    Write::Put(k, v) => {
+                        own.insert(k.clone(), Some(Val::of(&v.bytes())));
+                        own_writes.retain(|(o, _)| o != k);
+                        own_writes.push((k.clone(), Some(*v)));
+                    }
+                    Write::Delete(k) => {
+                        own.insert(k.clone(), None);
+                        own_writes.retain(|(o, _)| o != k);
+                        own_writes.push((k.clone(), None));
+                    }
+                    Write::DeleteRange(a, b) => {
+                        // Its own earlier writes there go; later ones stay.
+                        own.retain(|k, _| !(a <= k && k < b));
+                        own_writes.retain(|(k, _)| !(a <= k && k < b));
+                        deleted.push((a.clone(), b.clone()));
+                    }
+                },
+                TxnStep::Meanwhile(w) => {
+                    written.extend(self.written_by(w));
+                    self.write(w);
+                    outs.push(Outcome::Done);
+                }
+                TxnStep::MeanwhileFlush | TxnStep::MeanwhileCompact => outs.push(Outcome::Done),
+            }
+        }
+        // A transaction that writes nothing commits at once (its reads were of one state).
+        if own_writes.is_empty() && deleted.is_empty() {
+            outs.push(Outcome::Done);
+            return Outcome::Steps(outs);
+        }
+        let conflict = written
+            .iter()
+            .any(|k| read_keys.contains(k) || read_ranges.iter().any(|r| in_range(r, k)));
+        if conflict {
+            outs.push(Outcome::Failed {
+                kind: "Conflict".into(),
+                message: "a key it read, or one in a range it scanned, was written meanwhile"
+                    .into(),
+            });
+            return Outcome::Steps(outs);
+        }
+        // The commit's batch: the range deletes, then the writes (in key order, one each).
+        for (a, b) in &deleted {
+            self.write(&Write::DeleteRange(a.clone(), b.clone()));
+        }
+        own_writes.sort_by(|x, y| x.0.cmp(&y.0));
+        for (k, v) in own_writes {
+            self.write(&match v {
+                Some(v) => Write::Put(k, v),
+                None => Write::Delete(k),
+            });
+        }
+        outs.push(Outcome::Done);
+        Outcome::Steps(outs)
+    }
+
     /// Applies `op`, returning what the engine must show for it.
     pub fn apply(&mut self, op: &Op) -> Outcome {
         match op {
@@ -146,6 +263,7 @@ impl Model {
                 self.snaps.clear();
                 self.iters.clear();
             }
+            Op::Txn { steps, .. } => return self.txn(steps),
         }
         Outcome::Done
     }

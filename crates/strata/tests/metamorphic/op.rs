@@ -14,7 +14,13 @@
 //! flush                          compact * *, compact "a" "q", compact * "q"
 //! flushwal                       flushwal sync: Db::flush_wal(false / true)
 //! close                          reopen
+//! txn get "a" ; scan >= "b" < "c" ; put "a" v3#9 ; meanwhile put "b1" v2#10 ; commit
 //! ```
+//!
+//! A `txn` is one transaction from start to commit, in steps: `get`, `scan` (no snapshot)
+//! and `put` / `del` / `delrange` are the transaction's own; `meanwhile W` (a put, del or
+//! delrange), `meanwhile flush` and `meanwhile compact` are done by another writer between
+//! two of its steps; `commit` or `commit sync` ends it.
 //!
 //! Keys are quoted, with `\"`, `\\` and `\xNN` for bytes outside printable ASCII. Scan
 //! bounds are `*` or `>= K` / `> K` below, then `*` or `<= K` / `< K` above. Lines that
@@ -84,6 +90,23 @@ pub struct Scan {
     pub snap: Option<u32>,
 }
 
+/// One step of a transaction (`Op::Txn`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxnStep {
+    /// `Transaction::get`.
+    Get(Key),
+    /// `Transaction::range` / `range_rev`, at most `limit` entries (`snap` is `None`).
+    Scan(Scan),
+    /// A put, delete or range delete of the transaction's own.
+    Write(Write),
+    /// A write of one operation by another writer, while the transaction is open.
+    Meanwhile(Write),
+    /// `Db::flush` while the transaction is open.
+    MeanwhileFlush,
+    /// `Db::compact_range` of everything while the transaction is open.
+    MeanwhileCompact,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Op {
     Put {
@@ -125,6 +148,11 @@ pub enum Op {
     },
     Close,
     Reopen,
+    /// A transaction: its steps, then its commit.
+    Txn {
+        steps: Vec<TxnStep>,
+        sync: bool,
+    },
 }
 
 /// A key as the log writes it.
@@ -230,6 +258,22 @@ impl fmt::Display for Op {
             Op::Compact { begin, end: e } => write!(f, "compact {} {}", end(begin), end(e)),
             Op::Close => f.write_str("close"),
             Op::Reopen => f.write_str("reopen"),
+            Op::Txn { steps, sync } => {
+                f.write_str("txn")?;
+                for s in steps {
+                    f.write_str(" ")?;
+                    match s {
+                        TxnStep::Get(k) => write!(f, "get {}", Quoted(k))?,
+                        TxnStep::Scan(scan) => scan.fmt(f)?,
+                        TxnStep::Write(w) => w.fmt(f)?,
+                        TxnStep::Meanwhile(w) => write!(f, "meanwhile {w}")?,
+                        TxnStep::MeanwhileFlush => f.write_str("meanwhile flush")?,
+                        TxnStep::MeanwhileCompact => f.write_str("meanwhile compact")?,
+                    }
+                    f.write_str(" ;")?;
+                }
+                write!(f, " commit{}", sync_word(*sync))
+            }
         }
     }
 }

@@ -57,6 +57,9 @@ pub enum Outcome {
     Failed { kind: String, message: String },
     /// The engine panicked.
     Panicked(String),
+    /// A transaction: the outcome of each step that shows one (its reads, and what was
+    /// done meanwhile), then its commit's.
+    Steps(Vec<Outcome>),
 }
 
 impl Outcome {
@@ -90,6 +93,7 @@ impl PartialEq for Outcome {
             (At(a), At(b)) => a == b,
             (Entries(a), Entries(b)) => a == b,
             (Failed { kind: a, .. }, Failed { kind: b, .. }) => a == b,
+            (Steps(a), Steps(b)) => a == b,
             // A panic never agrees, not even with another.
             _ => false,
         }
@@ -122,12 +126,44 @@ impl fmt::Display for Outcome {
             }
             Outcome::Failed { kind, message } => write!(f, "error {kind}: {message}"),
             Outcome::Panicked(m) => write!(f, "panic: {m}"),
+            Outcome::Steps(steps) => {
+                f.write_str("[")?;
+                for (i, o) in steps.iter().enumerate() {
+                    let last = i + 1 == steps.len();
+                    write!(
+                        f,
+                        "{}{o}",
+                        if i == 0 {
+                            ""
+                        } else if last {
+                            "; commit: "
+                        } else {
+                            "; "
+                        }
+                    )?;
+                }
+                f.write_str("]")
+            }
         }
     }
 }
 
 /// Where two outcomes differ, in words (for scans: the first entry that differs).
 pub fn difference(expected: &Outcome, got: &Outcome) -> String {
+    if let (Outcome::Steps(a), Outcome::Steps(b)) = (expected, got)
+        && a.len() == b.len()
+        && let Some(i) = a.iter().zip(b).position(|(x, y)| x != y)
+    {
+        let what = if i + 1 == a.len() {
+            "its commit".to_string()
+        } else {
+            format!("step outcome {i}")
+        };
+        return format!(
+            "transaction differs at {what}: {}",
+            difference(&a[i], &b[i])
+        );
+    }
     if let (Outcome::Entries(a), Outcome::Entries(b)) = (expected, got) {
         let i = a.iter().zip(b).take_while(|(x, y)| x == y).count();
         let show = |es: &[(Key, Val)]| match es.get(i) {

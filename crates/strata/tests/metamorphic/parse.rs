@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 
-use crate::op::{Key, Op, Scan, Step, ValueSpec, Write};
+use crate::op::{Key, Op, Scan, Step, TxnStep, ValueSpec, Write};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Token {
@@ -151,9 +151,7 @@ impl Line {
             "put" => Ok(Write::Put(self.key()?, self.value()?)),
             "del" => Ok(Write::Delete(self.key()?)),
             "delrange" => Ok(Write::DeleteRange(self.key()?, self.key()?)),
-            w => Err(format!(
-                "expected put, del or delrange in a batch, found {w:?}"
-            )),
+            w => Err(format!("expected put, del or delrange, found {w:?}")),
         }
     }
 
@@ -169,7 +167,53 @@ impl Line {
         Ok(Op::Batch { writes, sync })
     }
 
+    /// The steps of a `txn`, each ended by `;`, then `commit` (or `commit sync`).
+    fn txn(&mut self) -> Result<Op, String> {
+        let mut steps = Vec::new();
+        loop {
+            let step = match self.peek_word() {
+                Some("commit") => {
+                    self.tokens.pop_front();
+                    let sync = self.flag("sync");
+                    return Ok(Op::Txn { steps, sync });
+                }
+                Some("get") => {
+                    self.tokens.pop_front();
+                    TxnStep::Get(self.key()?)
+                }
+                Some("scan") => {
+                    self.tokens.pop_front();
+                    TxnStep::Scan(self.scan_spec()?)
+                }
+                Some("meanwhile") => {
+                    self.tokens.pop_front();
+                    match self.peek_word() {
+                        Some("flush") => {
+                            self.tokens.pop_front();
+                            TxnStep::MeanwhileFlush
+                        }
+                        Some("compact") => {
+                            self.tokens.pop_front();
+                            TxnStep::MeanwhileCompact
+                        }
+                        _ => TxnStep::Meanwhile(self.write()?),
+                    }
+                }
+                _ => TxnStep::Write(self.write()?),
+            };
+            steps.push(step);
+            match self.tokens.pop_front() {
+                Some(Token::Semi) => {}
+                other => return Err(format!("expected ; after a txn step, found {other:?}")),
+            }
+        }
+    }
+
     fn scan(&mut self) -> Result<Op, String> {
+        self.scan_spec().map(Op::Scan)
+    }
+
+    fn scan_spec(&mut self) -> Result<Scan, String> {
         let lower = match self.word()?.as_str() {
             "*" => Bound::Unbounded,
             ">=" => Bound::Included(self.key()?),
@@ -198,13 +242,13 @@ impl Line {
             None
         };
         let snap = self.snap()?;
-        Ok(Op::Scan(Scan {
+        Ok(Scan {
             lower,
             upper,
             reverse,
             limit,
             snap,
-        }))
+        })
     }
 
     fn op(&mut self) -> Result<Op, String> {
@@ -258,6 +302,7 @@ impl Line {
             },
             "close" => Op::Close,
             "reopen" => Op::Reopen,
+            "txn" => self.txn()?,
             w => return Err(format!("unknown operation {w:?}")),
         };
         match self.tokens.front() {

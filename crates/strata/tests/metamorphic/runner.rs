@@ -10,7 +10,7 @@ use std::sync::Arc;
 use strata::env::Env;
 use strata::{Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
-use crate::op::{Op, Scan, Step, Write};
+use crate::op::{Op, Scan, Step, TxnStep, Write};
 use crate::outcome::{Outcome, Val};
 use crate::sets::OptionSet;
 use crate::stop::StopEnv;
@@ -199,6 +199,46 @@ impl Runner {
             Op::Compact { begin, end } => {
                 Outcome::of(db.compact_range(begin.as_deref(), end.as_deref()))
             }
+            Op::Txn { steps, sync } => {
+                let mut txn = db.transaction();
+                let mut outs = Vec::new();
+                for step in steps {
+                    match step {
+                        TxnStep::Get(k) => outs.push(match txn.get(k) {
+                            Ok(v) => Outcome::Value(v.as_deref().map(Val::of)),
+                            Err(e) => Outcome::failed(&e),
+                        }),
+                        TxnStep::Scan(scan) => {
+                            let limit = scan.limit.map_or(usize::MAX, |n| n as usize);
+                            let range = (scan.lower.clone(), scan.upper.clone());
+                            let entries = if scan.reverse {
+                                txn.range_rev(range)
+                            } else {
+                                txn.range(range)
+                            };
+                            outs.push(entries_outcome(entries.take(limit)));
+                        }
+                        TxnStep::Write(Write::Put(k, v)) => txn.put(k, v.bytes()),
+                        TxnStep::Write(Write::Delete(k)) => txn.delete(k),
+                        TxnStep::Write(Write::DeleteRange(a, b)) => txn.delete_range(a, b),
+                        TxnStep::Meanwhile(w) => {
+                            let mut b = WriteBatch::new();
+                            match w {
+                                Write::Put(k, v) => b.put(k, v.bytes()),
+                                Write::Delete(k) => b.delete(k),
+                                Write::DeleteRange(a, c) => b.delete_range(a, c),
+                            }
+                            outs.push(Outcome::of(db.write(b)));
+                        }
+                        TxnStep::MeanwhileFlush => outs.push(Outcome::of(db.flush())),
+                        TxnStep::MeanwhileCompact => {
+                            outs.push(Outcome::of(db.compact_range(None, None)));
+                        }
+                    }
+                }
+                outs.push(Outcome::of(txn.commit_opt(&wo(*sync))));
+                Outcome::Steps(outs)
+            }
             Op::Close | Op::Reopen | Op::Step { .. } | Op::DropIter(_) | Op::Release(_) => {
                 unreachable!("handled without the database: {op}")
             }
@@ -211,19 +251,24 @@ impl Runner {
         };
         let limit = scan.limit.map_or(usize::MAX, |n| n as usize);
         let range = (scan.lower.clone(), scan.upper.clone());
-        let mut entries = Vec::new();
-        for r in db.range_opt(range, scan.reverse, &ro).take(limit) {
-            match r {
-                Ok((k, v)) => entries.push((k, Val::of(&v))),
-                Err(e) => {
-                    let mut o = Outcome::failed(&e);
-                    if let Outcome::Failed { message, .. } = &mut o {
-                        message.push_str(&format!(" (after {} entries)", entries.len()));
-                    }
-                    return o;
+        entries_outcome(db.range_opt(range, scan.reverse, &ro).take(limit))
+    }
+}
+
+/// A scan's entries, or the error that ended it.
+fn entries_outcome(scan: impl Iterator<Item = strata::Result<(Vec<u8>, Vec<u8>)>>) -> Outcome {
+    let mut entries = Vec::new();
+    for r in scan {
+        match r {
+            Ok((k, v)) => entries.push((k, Val::of(&v))),
+            Err(e) => {
+                let mut o = Outcome::failed(&e);
+                if let Outcome::Failed { message, .. } = &mut o {
+                    message.push_str(&format!(" (after {} entries)", entries.len()));
                 }
+                return o;
             }
         }
-        Outcome::Entries(entries)
     }
+    Outcome::Entries(entries)
 }
