@@ -96,11 +96,11 @@ bench-group-commit: deps
 
 # Transactions (randomtransaction at two contention levels and a read-modify-write mix,
 # 1, 4 and 16 threads): Strata and the peers with transactions, 5 rounds, 3 s a group
-# (about 15 minutes here).
+# (about 17 minutes here).
 bench-transactions: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report
-	$(call run_and_report,transactions,bench-report/transactions,--suite transactions --engines=strata$(,)rocksdb-optimistic$(,)rocksdb-pessimistic$(,)lmdb$(,)fjall-tx$(,)sqlite3-wal --repeats=5 --duration=3)
+	$(call run_and_report,transactions,bench-report/transactions,--suite transactions --engines=strata$(,)rocksdb-optimistic$(,)rocksdb-pessimistic$(,)lmdb$(,)fjall-tx$(,)sqlite3-wal$(,)wiredtiger-btree --repeats=5 --duration=3)
 
 bench-readwhilewriting: deps
 	$(BENCH_BUILD)

@@ -93,6 +93,10 @@ int st_wt_seek(WT_CURSOR *c, const void *k, size_t kl) {
 }
 
 int st_wt_begin(WT_SESSION *s) { return s->begin_transaction(s, NULL); }
+/* A transaction at snapshot isolation (the session's default is read-committed). */
+int st_wt_begin_snapshot(WT_SESSION *s) {
+    return s->begin_transaction(s, "isolation=snapshot");
+}
 int st_wt_commit(WT_SESSION *s, int sync) {
     return s->commit_transaction(s, sync ? "sync=on" : NULL);
 }

@@ -1063,6 +1063,39 @@ mod tests {
         }
     }
 
+    /// Four threads on 100 keys a set: transactions meet often, and an engine that loses
+    /// an update (a read not from the transaction's snapshot, a conflict missed) ends
+    /// with the sets' sums apart, which the run itself reports as a failure.
+    #[test]
+    fn transactions_under_four_threads_keep_every_engines_sums_equal() {
+        for kind in crate::peers::all()
+            .into_iter()
+            .chain(crate::peers::by_name_only())
+            .filter(|k| k.has_transactions())
+        {
+            let dir = tempfile::tempdir().unwrap();
+            let flags = Flags::try_parse_from([
+                "strata-bench",
+                "--num=100",
+                "--threads=4",
+                "--duration=0.3",
+            ])
+            .unwrap();
+            let settings = crate::settings(&flags);
+            let mut runner = Runner::new(&flags, kind, dir.path().join("db"), settings);
+            let r = runner
+                .run(&spec("randomtransaction", &flags).unwrap())
+                .unwrap_or_else(|e| panic!("{}: {e}", kind.name()))
+                .unwrap();
+            assert!(
+                r.message.contains("sums equal"),
+                "{}: {}",
+                kind.name(),
+                r.message
+            );
+        }
+    }
+
     #[test]
     fn a_small_run_touching_every_value_on_every_engine() {
         for kind in crate::peers::all() {

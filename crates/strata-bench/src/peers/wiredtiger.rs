@@ -12,7 +12,7 @@ use std::sync::Mutex;
 
 use anyhow::{Result, anyhow};
 
-use crate::engine::{BatchOp, Cannot, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Cannot, Engine, EngineKind, Settings, Update, found};
 
 #[repr(C)]
 struct Opaque(c_void);
@@ -50,6 +50,7 @@ unsafe extern "C" {
     ) -> c_int;
     fn st_wt_seek(c: *mut Opaque, k: *const c_void, kl: usize) -> c_int;
     fn st_wt_begin(s: *mut Opaque) -> c_int;
+    fn st_wt_begin_snapshot(s: *mut Opaque) -> c_int;
     fn st_wt_commit(s: *mut Opaque, sync: c_int) -> c_int;
     fn st_wt_rollback(s: *mut Opaque) -> c_int;
     fn st_wt_compact(s: *mut Opaque) -> c_int;
@@ -107,6 +108,11 @@ impl EngineKind for WiredTigerKind {
     }
     fn version(&self) -> String {
         "3.2 (Debian)".to_string()
+    }
+    fn has_transactions(&self) -> bool {
+        // Not the LSM tree: under it, randomtransaction at 16 threads ended with the sets'
+        // sums apart (updates lost), where the B-tree kept them equal at 1, 4 and 16.
+        !self.lsm
     }
     fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
         let snappy = s.compression && Path::new(SNAPPY_EXTENSION).exists();
@@ -319,6 +325,57 @@ impl Engine for WiredTiger {
                     .into());
                 }
                 return check(rc);
+            }
+        })
+    }
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+        // Snapshot isolation (asked for: a session's default is read-committed, under which
+        // updates are lost): the reads see the transaction's snapshot, and a write to a key
+        // another transaction wrote since fails with WT_ROLLBACK (WiredTiger detects
+        // write-write conflicts). Every key this workload reads it also writes, so a
+        // conflicting read shows as one of those. WT_ROLLBACK is an abort: run again.
+        self.with(|s| {
+            // SAFETY: one transaction on this thread's session, committed or rolled back
+            // here; keys and values valid for each call, values copied out at once.
+            unsafe {
+                check(st_wt_begin_snapshot(s.session))?;
+                let ended = |rc: c_int| -> Result<bool> {
+                    st_wt_rollback(s.session);
+                    if rc == WT_ROLLBACK {
+                        return Ok(false);
+                    }
+                    check(rc).map(|()| false)
+                };
+                let mut read = Vec::with_capacity(keys.len());
+                for key in keys {
+                    let (mut v, mut vl) = (std::ptr::null(), 0usize);
+                    let rc = st_wt_get(s.cursor, key.as_ptr().cast(), key.len(), &mut v, &mut vl);
+                    if rc == st_wt_notfound() {
+                        read.push(None);
+                    } else if rc == 0 {
+                        read.push(Some(bytes(v, vl).to_vec()));
+                    } else {
+                        return ended(rc);
+                    }
+                }
+                for (key, value) in keys.iter().zip(update(&read)) {
+                    let rc = st_wt_put(
+                        s.cursor,
+                        key.as_ptr().cast(),
+                        key.len(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                    );
+                    if rc != 0 {
+                        return ended(rc);
+                    }
+                }
+                // A commit that fails has rolled the transaction back already.
+                match st_wt_commit(s.session, c_int::from(sync)) {
+                    0 => Ok(true),
+                    WT_ROLLBACK => Ok(false),
+                    rc => check(rc).map(|()| false),
+                }
             }
         })
     }
