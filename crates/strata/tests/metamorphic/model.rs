@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::rc::Rc;
 
-use crate::op::{Key, Op, Scan, Step, TxnStep, Write};
+use crate::op::{Key, Op, Scan, Step, TxnStep, ValueSpec, Write};
 use crate::outcome::{Outcome, Val};
 
 type Map = BTreeMap<Key, Val>;
@@ -57,6 +57,18 @@ fn in_range(scan: &Scan, k: &Key) -> bool {
     above && below
 }
 
+/// What `scan` shows of `hits` (entries in its range, in key order): at most its limit,
+/// in its direction.
+fn entries<'a>(hits: impl DoubleEndedIterator<Item = (&'a Key, &'a Val)>, scan: &Scan) -> Outcome {
+    let limit = scan.limit.map_or(usize::MAX, |n| n as usize);
+    let pick = |(k, v): (&Key, &Val)| (k.clone(), *v);
+    Outcome::Entries(if scan.reverse {
+        hits.rev().take(limit).map(pick).collect()
+    } else {
+        hits.take(limit).map(pick).collect()
+    })
+}
+
 /// The expected state and the snapshots and cursors made so far.
 #[derive(Default)]
 pub struct Model {
@@ -96,14 +108,7 @@ impl Model {
         let Some(view) = self.view(scan.snap) else {
             return Outcome::Missing;
         };
-        let limit = scan.limit.map_or(usize::MAX, |n| n as usize);
-        let hits = view.iter().filter(|(k, _)| in_range(scan, k));
-        let pick = |(k, v): (&Key, &Val)| (k.clone(), *v);
-        Outcome::Entries(if scan.reverse {
-            hits.rev().take(limit).map(pick).collect()
-        } else {
-            hits.take(limit).map(pick).collect()
-        })
+        entries(view.iter().filter(|(k, _)| in_range(scan, k)), scan)
     }
 
     /// The keys `w` writes if done now: a range delete writes the keys it finds (RD1).
@@ -123,8 +128,7 @@ impl Model {
     fn txn(&mut self, steps: &[TxnStep]) -> Outcome {
         let start = Rc::clone(&self.now);
         // Its own writes (`None`: deleted) and range deletes, as `Transaction` keeps them.
-        let mut own: BTreeMap<Key, Option<Val>> = BTreeMap::new();
-        let mut own_writes: Vec<(Key, Option<crate::op::ValueSpec>)> = Vec::new();
+        let mut own: BTreeMap<Key, Option<ValueSpec>> = BTreeMap::new();
         let mut deleted: Vec<(Key, Key)> = Vec::new();
         let in_deleted =
             |deleted: &[(Key, Key)], k: &Key| deleted.iter().any(|(a, b)| a <= k && k < b);
@@ -135,7 +139,7 @@ impl Model {
         for step in steps {
             match step {
                 TxnStep::Get(k) => outs.push(Outcome::Value(match own.get(k) {
-                    Some(v) => *v,
+                    Some(v) => v.map(|v| Val::of(&v.bytes())),
                     None if in_deleted(&deleted, k) => None,
                     None => {
                         read_keys.push(k.clone());
@@ -151,33 +155,22 @@ impl Model {
                         .collect();
                     for (k, v) in own.iter().filter(|(k, _)| in_range(scan, k)) {
                         match v {
-                            Some(v) => view.insert(k.clone(), *v),
+                            Some(v) => view.insert(k.clone(), Val::of(&v.bytes())),
                             None => view.remove(k),
                         };
                     }
-                    let limit = scan.limit.map_or(usize::MAX, |n| n as usize);
-                    let pick = |(k, v): (&Key, &Val)| (k.clone(), *v);
-                    outs.push(Outcome::Entries(if scan.reverse {
-                        view.iter().rev().take(limit).map(pick).collect()
-                    } else {
-                        view.iter().take(limit).map(pick).collect()
-                    }));
+                    outs.push(entries(view.iter(), scan));
                 }
                 TxnStep::Write(w) => match w {
                     Write::Put(k, v) => {
-                        own.insert(k.clone(), Some(Val::of(&v.bytes())));
-                        own_writes.retain(|(o, _)| o != k);
-                        own_writes.push((k.clone(), Some(*v)));
+                        own.insert(k.clone(), Some(*v));
                     }
                     Write::Delete(k) => {
                         own.insert(k.clone(), None);
-                        own_writes.retain(|(o, _)| o != k);
-                        own_writes.push((k.clone(), None));
                     }
                     Write::DeleteRange(a, b) => {
                         // Its own earlier writes there go; later ones stay.
                         own.retain(|k, _| !(a <= k && k < b));
-                        own_writes.retain(|(k, _)| !(a <= k && k < b));
                         deleted.push((a.clone(), b.clone()));
                     }
                 },
@@ -190,7 +183,7 @@ impl Model {
             }
         }
         // A transaction that writes nothing commits at once (its reads were of one state).
-        if own_writes.is_empty() && deleted.is_empty() {
+        if own.is_empty() && deleted.is_empty() {
             outs.push(Outcome::Done);
             return Outcome::Steps(outs);
         }
@@ -209,8 +202,7 @@ impl Model {
         for (a, b) in &deleted {
             self.write(&Write::DeleteRange(a.clone(), b.clone()));
         }
-        own_writes.sort_by(|x, y| x.0.cmp(&y.0));
-        for (k, v) in own_writes {
+        for (k, v) in own {
             self.write(&match v {
                 Some(v) => Write::Put(k, v),
                 None => Write::Delete(k),

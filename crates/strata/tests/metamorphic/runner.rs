@@ -164,13 +164,7 @@ impl Runner {
             Op::Delete { key, sync } => Outcome::of(db.delete_opt(key, &wo(*sync))),
             Op::Batch { writes, sync } => {
                 let mut b = WriteBatch::new();
-                for w in writes {
-                    match w {
-                        Write::Put(k, v) => b.put(k, v.bytes()),
-                        Write::Delete(k) => b.delete(k),
-                        Write::DeleteRange(a, c) => b.delete_range(a, c),
-                    }
-                }
+                writes.iter().for_each(|w| add_write(&mut b, w));
                 Outcome::of(db.write_opt(b, &wo(*sync)))
             }
             Op::Get { key, snap } => match self.read_options(*snap) {
@@ -223,11 +217,7 @@ impl Runner {
                         TxnStep::Write(Write::DeleteRange(a, b)) => txn.delete_range(a, b),
                         TxnStep::Meanwhile(w) => {
                             let mut b = WriteBatch::new();
-                            match w {
-                                Write::Put(k, v) => b.put(k, v.bytes()),
-                                Write::Delete(k) => b.delete(k),
-                                Write::DeleteRange(a, c) => b.delete_range(a, c),
-                            }
+                            add_write(&mut b, w);
                             outs.push(Outcome::of(db.write(b)));
                         }
                         TxnStep::MeanwhileFlush => outs.push(Outcome::of(db.flush())),
@@ -252,6 +242,15 @@ impl Runner {
         let limit = scan.limit.map_or(usize::MAX, |n| n as usize);
         let range = (scan.lower.clone(), scan.upper.clone());
         entries_outcome(db.range_opt(range, scan.reverse, &ro).take(limit))
+    }
+}
+
+/// Adds `w` to `b`.
+fn add_write(b: &mut WriteBatch, w: &Write) {
+    match w {
+        Write::Put(k, v) => b.put(k, v.bytes()),
+        Write::Delete(k) => b.delete(k),
+        Write::DeleteRange(a, c) => b.delete_range(a, c),
     }
 }
 
