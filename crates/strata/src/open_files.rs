@@ -60,6 +60,11 @@ impl<V: Clone> OpenFiles<V> {
         self.map.insert(number, (file, tick));
     }
 
+    /// File `number` if open, without marking it used.
+    pub(crate) fn peek(&self, number: u64) -> Option<&V> {
+        self.map.get(&number).map(|(file, _)| file)
+    }
+
     /// Closes file `number` if open.
     pub(crate) fn remove(&mut self, number: u64) {
         self.map.remove(&number);

@@ -138,6 +138,13 @@ pub struct Options {
     /// to when at least this fraction of their blob file's bytes is garbage (refs dropped
     /// by compactions), so the file can die (default 0.25; 1.0: never).
     pub blob_gc_ratio: f64,
+    /// Give a dropped blob value's disk space back without moving anything (default
+    /// on): once no reader can reach a value whose ref a compaction dropped, the whole
+    /// filesystem blocks inside its record are freed (`FALLOC_FL_PUNCH_HOLE`; X6). A file
+    /// then counts only the garbage its holes did not free against `blob_gc_ratio`, and is
+    /// still collected by moving once three quarters of its bytes are garbage, so that
+    /// files do not multiply. Off: garbage takes space until its file is collected or dies.
+    pub blob_punch_holes: bool,
     /// Store blob values Snappy-compressed (each one whose compressed form is at least an
     /// eighth smaller; others stay raw). Off by default; used only with a
     /// `blob_threshold`. Compression runs in the writer, at write time (about 0.7 ns a
@@ -200,6 +207,7 @@ impl Default for Options {
             blob_threshold: 0,
             blob_file_size: 4 << 20,
             blob_gc_ratio: 0.25,
+            blob_punch_holes: true,
             blob_compression: false,
             env: Arc::new(DiskEnv::new()),
         }

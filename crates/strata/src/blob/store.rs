@@ -26,7 +26,7 @@
 //! holds its file through an `Arc`, so closing never pulls a file from under a read.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use super::file::decode_record_checking;
 use super::{BlobRef, decode_record, decode_split, record_header_len};
@@ -85,6 +85,9 @@ struct Files {
     open: OpenFiles<Open>,
     /// Files a writer still appends to.
     writing: std::collections::HashSet<u64>,
+    /// Every map made of each file and perhaps still held (by a [`BlobView`] or a read
+    /// in progress), closed or not: see [`BlobStore::in_use`].
+    maps: std::collections::HashMap<u64, Vec<Weak<dyn RandomAccessFile>>>,
 }
 
 /// The open blob files of a database, shared by every reader.
@@ -114,6 +117,7 @@ impl BlobStore {
             files: Mutex::new(Files {
                 open: OpenFiles::new(capacity),
                 writing: Default::default(),
+                maps: Default::default(),
             }),
         }
     }
@@ -139,6 +143,11 @@ impl BlobStore {
             map,
             checked: Default::default(),
         };
+        if let Some(m) = &open.map {
+            let maps = files.maps.entry(number).or_default();
+            maps.retain(|w| w.strong_count() > 0);
+            maps.push(Arc::downgrade(m));
+        }
         files.open.insert(number, open.clone());
         Ok(open)
     }
@@ -358,6 +367,27 @@ impl BlobStore {
         let mut files = self.lock();
         files.open.remove(number);
         files.writing.remove(&number);
+        files.maps.remove(&number);
+    }
+
+    /// Whether anyone but the store holds a map of blob file `number`: a [`BlobView`]
+    /// (which may show a record whose ref has since been dropped) or a read in progress.
+    /// Holes in the file wait while one does (X6).
+    pub fn in_use(&self, number: u64) -> bool {
+        let mut files = self.lock();
+        let own = files
+            .open
+            .peek(number)
+            .and_then(|o| o.map.as_ref())
+            .map(|m| Arc::as_ptr(m).cast::<()>());
+        let Some(maps) = files.maps.get_mut(&number) else {
+            return false;
+        };
+        maps.retain(|w| w.strong_count() > 0);
+        maps.iter().any(|w| {
+            let store_holds = own == Some(w.as_ptr().cast::<()>());
+            w.strong_count() > usize::from(store_holds)
+        })
     }
 }
 

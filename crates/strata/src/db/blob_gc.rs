@@ -11,7 +11,12 @@
 //!   every value, so that after it values sit in key order (scans read blob files front to
 //!   back) and no garbage is left in the range.
 //! - Either way the old ref counts as garbage of its file; once all of a file's refs are
-//!   garbage the file is dead and deleted (X3).
+//!   garbage the file is dead and deleted (X3). Before that, its record's space is given
+//!   back by a hole (`blob_holes.rs`, `Options::blob_punch_holes`): the rewriter lists
+//!   where every garbage record lies, and a file's garbage counts against the ratio only
+//!   as far as holes did not free it.
+//! - A file at least `CONSOLIDATE` garbage is moved whatever its holes freed: its few
+//!   live values go to a new file, so that files do not multiply.
 //!
 //! Invariant:
 //! - X4 every ref a compaction reads is accounted exactly once, as kept (nothing
@@ -44,6 +49,12 @@ pub(super) struct BlobRewriter<'a> {
     pub numbers: Vec<u64>,
     /// Refs dropped or rewritten, per file: (refs, record bytes).
     pub garbage: BTreeMap<u64, (u64, u64)>,
+    /// Where those garbage records lie, per file: (offset, length), for their holes
+    /// (empty unless `Options::blob_punch_holes`).
+    pub holes: BTreeMap<u64, Vec<(u64, u64)>>,
+    /// Bytes holes have freed so far, per file (`State::blob_freed`, when the
+    /// compaction began).
+    freed: &'a std::collections::HashMap<u64, u64>,
     ikey: Vec<u8>,
     value: Vec<u8>,
 }
@@ -60,6 +71,7 @@ impl<'a> BlobRewriter<'a> {
     pub(super) fn new(
         db: &'a DbInner,
         files: &'a BTreeMap<u64, BlobFileMeta>,
+        freed: &'a std::collections::HashMap<u64, u64>,
         move_all: bool,
     ) -> Self {
         BlobRewriter {
@@ -71,6 +83,8 @@ impl<'a> BlobRewriter<'a> {
             written: Vec::new(),
             numbers: Vec::new(),
             garbage: BTreeMap::new(),
+            holes: BTreeMap::new(),
+            freed,
             ikey: Vec::new(),
             value: Vec::new(),
         }
@@ -87,6 +101,12 @@ impl<'a> BlobRewriter<'a> {
         let g = self.garbage.entry(r.file).or_default();
         g.0 += 1;
         g.1 += u64::from(r.record_len);
+        if self.db.options.blob_punch_holes {
+            self.holes
+                .entry(r.file)
+                .or_default()
+                .push((r.offset, u64::from(r.record_len)));
+        }
     }
 
     fn action(&self, r: &BlobRef) -> Action {
@@ -100,7 +120,8 @@ impl<'a> BlobRewriter<'a> {
         let ratio = self.db.options.blob_gc_ratio;
         match self.files.get(&r.file) {
             Some(f) if ratio < 1.0 && f.bytes > 0 => {
-                if f.garbage_bytes as f64 >= ratio * f.bytes as f64 {
+                let freed = self.freed.get(&r.file).copied().unwrap_or(0);
+                if collects(f, freed, ratio) {
                     Action::Move
                 } else {
                     Action::Keep
@@ -185,6 +206,20 @@ impl<'a> BlobRewriter<'a> {
         }
         Ok(())
     }
+}
+
+/// The garbage fraction at which a blob file's live values move whatever its holes
+/// freed: a file of few live values costs an open file and scattered reads.
+const CONSOLIDATE: f64 = 0.75;
+
+/// Whether a compaction moves the live values of blob file `f`, of which holes have
+/// freed `freed` bytes: when the garbage holes did not free is at least `ratio` of what
+/// the file still takes on disk, or when `CONSOLIDATE` of its bytes are garbage.
+fn collects(f: &BlobFileMeta, freed: u64, ratio: f64) -> bool {
+    let freed = freed.min(f.garbage_bytes);
+    let unfreed = (f.garbage_bytes - freed) as f64;
+    let held = (f.bytes - freed) as f64;
+    unfreed >= ratio * held || f.garbage_bytes as f64 >= CONSOLIDATE * f.bytes as f64
 }
 
 /// How the manifest's value-separation flag (tag 20) should change, if at all: on once a

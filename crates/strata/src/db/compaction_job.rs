@@ -15,12 +15,13 @@
 //!   2 MB table); the shard ends only when all its tables are synced, so the edit names
 //!   synced tables only, as before.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, MutexGuard, mpsc};
 use std::time::Instant;
 
 use super::blob_gc::{BlobRewriter, discard_blob_files, separation_change};
+use super::blob_holes::queue_holes;
 use super::failure::{Failure, Step, record_error, record_failure};
 use super::flush::flush_memtable;
 use super::level_iter::LevelIter;
@@ -102,6 +103,7 @@ pub(super) fn run_compaction<'a>(
     mut c: Compaction,
 ) -> (MutexGuard<'a, State>, Option<Error>) {
     let smallest_snapshot = db.snapshots.oldest().unwrap_or(st.versions.last_seqnum);
+    let freed = st.blob_freed.clone();
     drop(st);
     let started = Instant::now();
     let (
@@ -110,11 +112,12 @@ pub(super) fn run_compaction<'a>(
             outputs,
             numbers,
             garbage,
+            holes,
             blobs_written,
             blob_numbers,
         },
         shard_count,
-    ) = merge_shards(db, &c, smallest_snapshot);
+    ) = merge_shards(db, &c, smallest_snapshot, &freed);
     st = db.lock();
     st.helper_shards += shard_count as u64 - 1;
     for n in numbers.iter().chain(&blob_numbers) {
@@ -166,6 +169,8 @@ pub(super) fn run_compaction<'a>(
     match installed {
         Ok(()) => {
             st.bg_pause_streak = 0;
+            let inputs = c.inputs.iter().flatten().map(|f| f.number).collect();
+            queue_holes(&mut st, inputs, holes);
             end_separation_if_done(db, st)
         }
         Err(e) => {
@@ -209,6 +214,8 @@ struct ShardResult {
     numbers: Vec<u64>,
     /// Refs to blob files dropped or rewritten, per file: (refs, record bytes).
     garbage: BTreeMap<u64, (u64, u64)>,
+    /// Where their records lie, per file: (offset, length).
+    holes: BTreeMap<u64, Vec<(u64, u64)>>,
     /// Blob files written (values moved), synced: (number, refs, bytes).
     blobs_written: Vec<(u64, u64, u64)>,
     /// Numbers of every blob file begun, which are in `pending_outputs`.
@@ -223,6 +230,7 @@ impl ShardResult {
             outputs: Vec::new(),
             numbers: Vec::new(),
             garbage: BTreeMap::new(),
+            holes: BTreeMap::new(),
             blobs_written: Vec::new(),
             blob_numbers: Vec::new(),
         }
@@ -232,7 +240,12 @@ impl ShardResult {
 /// Merges every shard of `c`, the first on this thread and each other on a helper thread,
 /// and gathers their outputs in shard order (H2), with how many shards there were. The
 /// first failure is the result; a failure stops the other shards at their next entry.
-fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardResult, usize) {
+fn merge_shards(
+    db: &DbInner,
+    c: &Compaction,
+    smallest_snapshot: u64,
+    freed: &HashMap<u64, u64>,
+) -> (ShardResult, usize) {
     let min_bytes = 4 * c.max_output_file_size;
     let max = db.options.max_subcompactions;
     let mut all = shards(c, max, min_bytes, || index_anchors(db, c)).into_iter();
@@ -254,6 +267,7 @@ fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardR
                 c,
                 shard,
                 smallest_snapshot,
+                freed,
                 flushes,
                 &abort,
                 &to_sync,
@@ -321,6 +335,9 @@ fn merge_shards(db: &DbInner, c: &Compaction, smallest_snapshot: u64) -> (ShardR
             let g = all.garbage.entry(n).or_default();
             g.0 += refs;
             g.1 += bytes;
+        }
+        for (n, ranges) in r.holes {
+            all.holes.entry(n).or_default().extend(ranges);
         }
     }
     (all, count)
@@ -402,12 +419,13 @@ fn merge_inputs(
     c: &Compaction,
     mut shard: Shard,
     smallest_snapshot: u64,
+    freed: &HashMap<u64, u64>,
     flushes: bool,
     abort: &AtomicBool,
     to_sync: &SyncQueue,
     out: &mut ShardResult,
 ) -> std::result::Result<(), Failure> {
-    let mut blobs = BlobRewriter::new(db, &c.version.blob_files, c.move_all_blobs);
+    let mut blobs = BlobRewriter::new(db, &c.version.blob_files, freed, c.move_all_blobs);
     let merged = merge_entries(
         db,
         c,
@@ -422,6 +440,7 @@ fn merge_inputs(
     )
     .and_then(|()| blobs.finish().map_err(Failure::of_table_write));
     out.garbage = std::mem::take(&mut blobs.garbage);
+    out.holes = std::mem::take(&mut blobs.holes);
     out.blobs_written = std::mem::take(&mut blobs.written);
     out.blob_numbers = std::mem::take(&mut blobs.numbers);
     merged

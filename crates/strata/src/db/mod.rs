@@ -37,6 +37,7 @@
 
 mod background;
 mod blob_gc;
+mod blob_holes;
 mod blob_sync;
 mod checkpoint;
 mod compaction_job;

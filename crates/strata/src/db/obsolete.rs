@@ -89,7 +89,10 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
         }
         match filename::parse(&name) {
             Some(Kind::Table(n)) => db.table_cache.evict(n),
-            Some(Kind::Blob(n)) => db.blobs.evict(n),
+            Some(Kind::Blob(n)) => {
+                db.blobs.evict(n);
+                st.blob_freed.remove(&n);
+            }
             _ => {}
         }
         let _ = db.env.remove_file(&db.dir.join(&name));

@@ -107,8 +107,9 @@ fn sstables(v: &Version) -> String {
     s
 }
 
-/// `strata.blob-files`: one line per blob file the manifest names (refs and bytes, and
-/// how much of each is garbage), then those of WALs not yet retired.
+/// `strata.blob-files`: one line per blob file the manifest names (refs and bytes, how
+/// much of each is garbage, and the bytes holes have freed since open), then those of
+/// WALs not yet retired.
 fn blob_files(st: &State, v: &Version) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -123,8 +124,12 @@ fn blob_files(st: &State, v: &Version) -> String {
     for (n, f) in &v.blob_files {
         let _ = writeln!(
             s,
-            "{n:06}.blob refs {} bytes {} garbage refs {} garbage bytes {}",
-            f.refs, f.bytes, f.garbage_refs, f.garbage_bytes
+            "{n:06}.blob refs {} bytes {} garbage refs {} garbage bytes {} freed by holes {}",
+            f.refs,
+            f.bytes,
+            f.garbage_refs,
+            f.garbage_bytes,
+            st.blob_freed.get(n).copied().unwrap_or(0)
         );
     }
     for (n, (refs, bytes)) in &st.blob_counts {

@@ -13,7 +13,7 @@
 //!   rather than wait; the step runs again at its retry time or at `Db::resume`.
 //! - D4 a file is deleted only if no live version, pending output or needed log names it.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -113,6 +113,10 @@ pub(super) struct State {
     /// their WAL numbers: such a memtable can still lead a reader to its WAL's blob file,
     /// which is kept while it lives even if every table's ref to it is gone (X3).
     pub(super) retired_mems: Vec<(u64, std::sync::Weak<MemTable>)>,
+    /// Garbage blob records waiting for their holes (`blob_holes.rs`, X6).
+    pub(super) holes: Vec<super::blob_holes::PendingHoles>,
+    /// Bytes holes have freed per blob file since open (`blob_holes.rs`).
+    pub(super) blob_freed: HashMap<u64, u64>,
     pub(super) versions: VersionSet,
     pub(super) writers: VecDeque<Arc<Writer>>,
     pub(super) bg_error: Option<Error>,
@@ -228,6 +232,8 @@ impl DbInner {
                 older_blobs: Vec::new(),
                 blob_counts: Default::default(),
                 retired_mems: Vec::new(),
+                holes: Vec::new(),
+                blob_freed: HashMap::new(),
                 versions,
                 writers: VecDeque::new(),
                 bg_error: None,

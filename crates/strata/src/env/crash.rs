@@ -79,6 +79,8 @@ pub enum Event {
     Rename(PathBuf, PathBuf),
     /// A file deleted.
     Remove(PathBuf),
+    /// Holes punched in a file (its bytes there read as zeros, durably at once).
+    Punch(PathBuf),
     /// A note from the test (such as "acknowledged write 17").
     Mark(String),
 }
@@ -534,6 +536,22 @@ impl Env for CrashEnv {
         st.image.pending.push(DirOp::Unlink(path.to_path_buf()));
         Self::mutated(&mut st, Event::Remove(path.to_path_buf()));
         Ok(())
+    }
+
+    fn punch_holes(&self, path: &Path, ranges: &[(u64, u64)]) -> Result<u64> {
+        // No inode has two names here (`link_file` copies), so every file may be punched.
+        // The hole is taken as durable at once: what it frees is never read again.
+        let mut st = self.state();
+        let i = *st
+            .image
+            .names
+            .get(path)
+            .ok_or_else(|| not_found("punch a hole in", path))?;
+        let inode = &mut st.image.inodes[i];
+        let freed = super::mem::zero_ranges(&mut inode.data, ranges);
+        super::mem::zero_ranges(&mut inode.durable, ranges);
+        Self::mutated(&mut st, Event::Punch(path.to_path_buf()));
+        Ok(freed)
     }
 
     fn create_dir_all(&self, dir: &Path) -> Result<()> {

@@ -265,6 +265,27 @@ impl Env for DiskEnv {
         fs::hard_link(from, to).or_else(|_| super::copy_file(self, from, to))
     }
 
+    fn punch_holes(&self, path: &Path, ranges: &[(u64, u64)]) -> Result<u64> {
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io_err("open for punching holes", path))?;
+        let stat = rustix::fs::fstat(&file).map_err(|e| io_err("stat", path)(e.into()))?;
+        if stat.st_nlink > 1 {
+            return Ok(0); // a checkpoint shares these bytes
+        }
+        let flags = rustix::fs::FallocateFlags::PUNCH_HOLE | rustix::fs::FallocateFlags::KEEP_SIZE;
+        let mut freed = 0;
+        for &(offset, len) in ranges {
+            match rustix::fs::fallocate(&file, flags, offset, len) {
+                Ok(()) => freed += len,
+                Err(rustix::io::Errno::OPNOTSUPP) => return Ok(freed),
+                Err(e) => return Err(io_err("punch a hole in", path)(e.into())),
+            }
+        }
+        Ok(freed)
+    }
+
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         let d = File::open(dir).map_err(io_err("open directory", dir))?;
         d.sync_all().map_err(io_err("fsync directory", dir))

@@ -26,6 +26,8 @@ pub enum Call {
     SyncDir,
     /// `Env::remove_file`.
     Remove,
+    /// `Env::punch_holes`.
+    Punch,
     /// Every call above: the fault lands on the (skip + 1)-th mutating call of any kind.
     Any,
 }
@@ -201,6 +203,10 @@ impl Env for FaultEnv {
     fn remove_file(&self, path: &Path) -> Result<()> {
         self.check(Call::Remove, path)?;
         self.inner.remove_file(path)
+    }
+    fn punch_holes(&self, path: &Path, ranges: &[(u64, u64)]) -> Result<u64> {
+        self.check(Call::Punch, path)?;
+        self.inner.punch_holes(path, ranges)
     }
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         self.inner.create_dir_all(dir)

@@ -35,6 +35,19 @@ fn not_found(call: &str, path: &Path) -> Error {
     )
 }
 
+/// Zeros each `(offset, len)` range of `bytes` that lies within them (a punched hole
+/// reads as zeros); returns the bytes zeroed.
+pub(crate) fn zero_ranges(bytes: &mut [u8], ranges: &[(u64, u64)]) -> u64 {
+    let mut zeroed = 0;
+    for &(offset, len) in ranges {
+        let start = (offset as usize).min(bytes.len());
+        let end = (offset.saturating_add(len) as usize).min(bytes.len());
+        bytes[start..end].fill(0);
+        zeroed += (end - start) as u64;
+    }
+    zeroed
+}
+
 impl MemEnv {
     /// An empty filesystem.
     pub fn new() -> Self {
@@ -176,6 +189,12 @@ impl Env for MemEnv {
         let f = self.file("stat", path)?;
         let len = f.read().unwrap_or_else(|p| p.into_inner()).len();
         Ok(len as u64)
+    }
+
+    fn punch_holes(&self, path: &Path, ranges: &[(u64, u64)]) -> Result<u64> {
+        let f = self.file("punch a hole in", path)?;
+        let mut bytes = f.write().unwrap_or_else(|p| p.into_inner());
+        Ok(zero_ranges(&mut bytes, ranges))
     }
 
     fn remove_file(&self, path: &Path) -> Result<()> {

@@ -162,6 +162,16 @@ pub trait Env: Send + Sync + Debug {
     fn link_file(&self, from: &Path, to: &Path) -> Result<()> {
         copy_file(self, from, to)
     }
+    /// Frees the disk blocks under each `(offset, len)` range of the file at `path`, which
+    /// then reads as zeros there while its length stays (`FALLOC_FL_PUNCH_HOLE`). Returns
+    /// the bytes freed: 0 where the filesystem cannot punch holes, and 0 without touching
+    /// the file where it has other hard links (a checkpoint's: see
+    /// [`Env::link_file`], whose files must not change). The ranges are the caller's to
+    /// choose: every byte in them is lost. The default frees nothing.
+    fn punch_holes(&self, path: &Path, ranges: &[(u64, u64)]) -> Result<u64> {
+        let _ = (path, ranges);
+        Ok(0)
+    }
     /// Makes the directory's entries (creations, renames, deletions) durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes the exclusive lock on `path`, creating the file if needed.

@@ -118,6 +118,10 @@ impl Env for StopEnv {
         self.check("remove")?;
         self.inner.remove_file(path)
     }
+    fn punch_holes(&self, path: &Path, ranges: &[(u64, u64)]) -> Result<u64> {
+        self.check("punch")?;
+        self.inner.punch_holes(path, ranges)
+    }
     fn create_dir_all(&self, dir: &Path) -> Result<()> {
         self.check("create directory")?;
         self.inner.create_dir_all(dir)
