@@ -94,7 +94,8 @@ pub fn cpu_seconds_of(p: Process) -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
-/// Bytes of all files under `dir`.
+/// Bytes the files under `dir` take on disk: their allocated blocks, as `du` counts them
+/// (a hole a file punched takes none; space an engine preallocated does).
 pub fn disk_usage(dir: &Path) -> u64 {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
@@ -103,7 +104,7 @@ pub fn disk_usage(dir: &Path) -> u64 {
         .filter_map(Result::ok)
         .map(|e| match e.metadata() {
             Ok(m) if m.is_dir() => disk_usage(&e.path()),
-            Ok(m) => m.len(),
+            Ok(m) => std::os::unix::fs::MetadataExt::blocks(&m) * 512,
             Err(_) => 0,
         })
         .sum()
@@ -177,7 +178,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("f"), vec![0u8; 100_000]).unwrap();
         assert!(bytes_written() >= before + 100_000);
-        assert_eq!(disk_usage(dir.path()), 100_000);
+        let used = disk_usage(dir.path());
+        assert!((100_000..100_000 + 65_536).contains(&used), "{used}");
+        let sparse = std::fs::File::create(dir.path().join("sparse")).unwrap();
+        sparse.set_len(10 << 20).unwrap();
+        assert!(
+            disk_usage(dir.path()) < used + 65_536,
+            "a hole takes no space"
+        );
         let m = machine(dir.path());
         assert!(m.cores >= 1 && m.memory > 0);
         assert!(!m.filesystem.is_empty());

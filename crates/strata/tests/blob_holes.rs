@@ -186,15 +186,34 @@ fn first_file(db: &Db, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) -> u64 {
     *files.keys().next().unwrap()
 }
 
+/// Garbage records waiting for their holes, and how many times the hole thread has
+/// looked for holes to punch.
+fn holes(db: &Db) -> (u64, u64) {
+    let text = db.property("strata.blob-files").unwrap();
+    let line = text.lines().find(|l| l.starts_with("holes:")).unwrap();
+    let w: Vec<&str> = line.split_whitespace().collect();
+    (w[1].parse().unwrap(), w[4].parse().unwrap())
+}
+
 /// Overwrites key 0 (with a flush each time, so that level 0 fills and compacts) until
 /// the ref to its first value is dropped, counted as garbage of blob file `file`; then
-/// one more background step, after which any hole that may be punched has been.
+/// waits until the hole thread has looked since, so that any hole that may be punched
+/// has been.
 fn drop_first_value(db: &Db, file: u64, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
     for round in 1..200 {
         if blob_files(db).get(&file).is_some_and(|(g, _)| *g > 0) {
-            db.put(key(100), value(100, round)).unwrap();
-            model.insert(key(100), value(100, round));
-            db.flush().unwrap();
+            // A pass begun before this read may end after it: wait for two more, each
+            // asked for by a background step.
+            let passes = holes(db).1;
+            for extra in 0..2 {
+                db.put(key(100 + extra), value(100, round)).unwrap();
+                model.insert(key(100 + extra), value(100, round));
+                db.flush().unwrap();
+            }
+            eventually("two more looks for holes, or none waiting", || {
+                let (waiting, looked) = holes(db);
+                waiting == 0 || looked >= passes + 2
+            });
             return;
         }
         db.put(key(0), value(0, round)).unwrap();

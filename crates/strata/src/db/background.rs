@@ -1,7 +1,7 @@
 //! The background thread's scheduler: it waits for work, then runs one step at a time, a
 //! memtable flush first (`flush.rs`), else a compaction (`compaction_job.rs`) or a trivial
-//! move, deletes what the step made obsolete (`obsolete.rs`), then punches the holes of
-//! blob records no reader can reach any more (`blob_holes.rs`). One thread per database;
+//! move, deletes what the step made obsolete (`obsolete.rs`), then wakes the hole thread
+//! (`blob_holes.rs`). One thread per database;
 //! it holds the state lock only to decide and to install results, never during table I/O.
 //!
 //! A failed step is either final or paused (`failure.rs`): a paused step runs again at its
@@ -11,7 +11,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 use std::time::Instant;
 
-use super::blob_holes::punch_ready_holes;
+use super::blob_holes::wake_hole_thread;
 use super::compaction_job::run_compaction;
 use super::failure::{Step, record_error};
 use super::flush::flush_memtable;
@@ -39,7 +39,7 @@ pub(super) fn run(db: &Arc<DbInner>) {
         }
         if st.bg_error.is_none() {
             st = background_work(db, st);
-            st = punch_ready_holes(db, st);
+            wake_hole_thread(db, &mut st);
         }
         st.bg_scheduled = false;
         maybe_schedule(db, &mut st);

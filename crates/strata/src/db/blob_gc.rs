@@ -14,7 +14,8 @@
 //!   garbage the file is dead and deleted (X3). Before that, its record's space is given
 //!   back by a hole (`blob_holes.rs`, `Options::blob_punch_holes`): the rewriter lists
 //!   where every garbage record lies, and a file's garbage counts against the ratio only
-//!   as far as holes did not free it.
+//!   as far as it was not given to holes (waiting or punched: a hole that waits for a
+//!   reader will come, and moving live values to beat it would be wasted writes).
 //! - A file at least `CONSOLIDATE` garbage is moved whatever its holes freed: its few
 //!   live values go to a new file, so that files do not multiply.
 //!
@@ -52,9 +53,9 @@ pub(super) struct BlobRewriter<'a> {
     /// Where those garbage records lie, per file: (offset, length), for their holes
     /// (empty unless `Options::blob_punch_holes`).
     pub holes: BTreeMap<u64, Vec<(u64, u64)>>,
-    /// Bytes holes have freed so far, per file (`State::blob_freed`, when the
+    /// Garbage bytes given to holes so far, per file (`State::blob_holed`, when the
     /// compaction began).
-    freed: &'a std::collections::HashMap<u64, u64>,
+    holed: &'a std::collections::HashMap<u64, u64>,
     ikey: Vec<u8>,
     value: Vec<u8>,
 }
@@ -71,7 +72,7 @@ impl<'a> BlobRewriter<'a> {
     pub(super) fn new(
         db: &'a DbInner,
         files: &'a BTreeMap<u64, BlobFileMeta>,
-        freed: &'a std::collections::HashMap<u64, u64>,
+        holed: &'a std::collections::HashMap<u64, u64>,
         move_all: bool,
     ) -> Self {
         BlobRewriter {
@@ -84,7 +85,7 @@ impl<'a> BlobRewriter<'a> {
             numbers: Vec::new(),
             garbage: BTreeMap::new(),
             holes: BTreeMap::new(),
-            freed,
+            holed,
             ikey: Vec::new(),
             value: Vec::new(),
         }
@@ -120,8 +121,8 @@ impl<'a> BlobRewriter<'a> {
         let ratio = self.db.options.blob_gc_ratio;
         match self.files.get(&r.file) {
             Some(f) if ratio < 1.0 && f.bytes > 0 => {
-                let freed = self.freed.get(&r.file).copied().unwrap_or(0);
-                if collects(f, freed, ratio) {
+                let holed = self.holed.get(&r.file).copied().unwrap_or(0);
+                if collects(f, holed, ratio) {
                     Action::Move
                 } else {
                     Action::Keep
@@ -212,14 +213,15 @@ impl<'a> BlobRewriter<'a> {
 /// freed: a file of few live values costs an open file and scattered reads.
 const CONSOLIDATE: f64 = 0.75;
 
-/// Whether a compaction moves the live values of blob file `f`, of which holes have
-/// freed `freed` bytes: when the garbage holes did not free is at least `ratio` of what
-/// the file still takes on disk, or when `CONSOLIDATE` of its bytes are garbage.
-fn collects(f: &BlobFileMeta, freed: u64, ratio: f64) -> bool {
-    let freed = freed.min(f.garbage_bytes);
-    let unfreed = (f.garbage_bytes - freed) as f64;
-    let held = (f.bytes - freed) as f64;
-    unfreed >= ratio * held || f.garbage_bytes as f64 >= CONSOLIDATE * f.bytes as f64
+/// Whether a compaction moves the live values of blob file `f`, `holed` bytes of whose
+/// garbage went to holes: when the garbage left whole is at least `ratio` of what the
+/// file takes on disk once its holes are punched, or when `CONSOLIDATE` of its bytes are
+/// garbage.
+fn collects(f: &BlobFileMeta, holed: u64, ratio: f64) -> bool {
+    let holed = holed.min(f.garbage_bytes);
+    let whole = (f.garbage_bytes - holed) as f64;
+    let held = (f.bytes - holed) as f64;
+    whole >= ratio * held || f.garbage_bytes as f64 >= CONSOLIDATE * f.bytes as f64
 }
 
 /// How the manifest's value-separation flag (tag 20) should change, if at all: on once a

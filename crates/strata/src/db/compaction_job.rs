@@ -103,7 +103,7 @@ pub(super) fn run_compaction<'a>(
     mut c: Compaction,
 ) -> (MutexGuard<'a, State>, Option<Error>) {
     let smallest_snapshot = db.snapshots.oldest().unwrap_or(st.versions.last_seqnum);
-    let freed = st.blob_freed.clone();
+    let holed = st.blob_holed.clone();
     drop(st);
     let started = Instant::now();
     let (
@@ -117,7 +117,7 @@ pub(super) fn run_compaction<'a>(
             blob_numbers,
         },
         shard_count,
-    ) = merge_shards(db, &c, smallest_snapshot, &freed);
+    ) = merge_shards(db, &c, smallest_snapshot, &holed);
     st = db.lock();
     st.helper_shards += shard_count as u64 - 1;
     for n in numbers.iter().chain(&blob_numbers) {
@@ -244,7 +244,7 @@ fn merge_shards(
     db: &DbInner,
     c: &Compaction,
     smallest_snapshot: u64,
-    freed: &HashMap<u64, u64>,
+    holed: &HashMap<u64, u64>,
 ) -> (ShardResult, usize) {
     let min_bytes = 4 * c.max_output_file_size;
     let max = db.options.max_subcompactions;
@@ -267,7 +267,7 @@ fn merge_shards(
                 c,
                 shard,
                 smallest_snapshot,
-                freed,
+                holed,
                 flushes,
                 &abort,
                 &to_sync,
@@ -419,13 +419,13 @@ fn merge_inputs(
     c: &Compaction,
     mut shard: Shard,
     smallest_snapshot: u64,
-    freed: &HashMap<u64, u64>,
+    holed: &HashMap<u64, u64>,
     flushes: bool,
     abort: &AtomicBool,
     to_sync: &SyncQueue,
     out: &mut ShardResult,
 ) -> std::result::Result<(), Failure> {
-    let mut blobs = BlobRewriter::new(db, &c.version.blob_files, freed, c.move_all_blobs);
+    let mut blobs = BlobRewriter::new(db, &c.version.blob_files, holed, c.move_all_blobs);
     let merged = merge_entries(
         db,
         c,

@@ -86,7 +86,8 @@ use crate::sstable::BlockCache;
 /// background thread and releases the lock.
 pub struct Db {
     inner: Arc<DbInner>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    /// The background thread and the hole thread.
+    background: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl std::fmt::Debug for Db {
@@ -123,19 +124,35 @@ impl Db {
             options,
             recover::Mode::ReadWrite,
         )?);
-        let bg = Arc::clone(&inner);
-        let handle = std::thread::Builder::new()
-            .name("strata-bg".into())
-            .spawn(move || background::run(&bg))
-            .map_err(|e| Error::io("spawn background thread", e))?;
-        {
-            let mut st = inner.lock();
-            background::maybe_schedule(&inner, &mut st);
-        }
-        Ok(Db {
+        let db = Db {
             inner,
-            background: Mutex::new(Some(handle)),
-        })
+            background: Mutex::new(Vec::new()),
+        };
+        let bg = Arc::clone(&db.inner);
+        db.start_thread("strata-bg", move || background::run(&bg))?;
+        if db.inner.options.blob_punch_holes {
+            let holes = Arc::clone(&db.inner);
+            db.start_thread("strata-holes", move || blob_holes::run(&holes))?;
+        }
+        {
+            let mut st = db.inner.lock();
+            background::maybe_schedule(&db.inner, &mut st);
+        }
+        Ok(db)
+    }
+
+    /// Starts one of the database's threads, joined at close (a failure to start closes
+    /// what started).
+    fn start_thread(&self, name: &str, run: impl FnOnce() + Send + 'static) -> Result<()> {
+        let handle = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(run)
+            .map_err(|e| Error::io(format!("spawn thread {name}"), e))?;
+        self.background
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(handle);
+        Ok(())
     }
 
     /// Opens the database in `path` for reading only, as RocksDB's `OpenForReadOnly`:
@@ -167,7 +184,7 @@ impl Db {
         )?);
         Ok(Db {
             inner,
-            background: Mutex::new(None),
+            background: Mutex::new(Vec::new()),
         })
     }
 
@@ -383,13 +400,11 @@ impl Db {
         {
             let _st = self.inner.lock();
             self.inner.bg_cv.notify_all();
+            self.inner.holes_cv.notify_all();
         }
-        let handle = self
-            .background
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if let Some(h) = handle {
+        let handles =
+            std::mem::take(&mut *self.background.lock().unwrap_or_else(|p| p.into_inner()));
+        for h in handles {
             let _ = h.join();
         }
         let mut st = self.inner.lock();

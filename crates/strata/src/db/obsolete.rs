@@ -92,6 +92,7 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
             Some(Kind::Blob(n)) => {
                 db.blobs.evict(n);
                 st.blob_freed.remove(&n);
+                st.blob_holed.remove(&n);
             }
             _ => {}
         }

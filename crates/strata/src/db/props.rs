@@ -109,7 +109,8 @@ fn sstables(v: &Version) -> String {
 
 /// `strata.blob-files`: one line per blob file the manifest names (refs and bytes, how
 /// much of each is garbage, and the bytes holes have freed since open), then those of
-/// WALs not yet retired.
+/// WALs not yet retired, then the garbage records waiting for their holes and how many
+/// times the hole thread has looked.
 fn blob_files(st: &State, v: &Version) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -135,6 +136,12 @@ fn blob_files(st: &State, v: &Version) -> String {
     for (n, (refs, bytes)) in &st.blob_counts {
         let _ = writeln!(s, "{n:06}.blob refs {refs} bytes {bytes} (WAL not retired)");
     }
+    let _ = writeln!(
+        s,
+        "holes: {} records waiting, {} passes",
+        super::blob_holes::waiting(st),
+        st.hole_passes
+    );
     s
 }
 

@@ -117,6 +117,13 @@ pub(super) struct State {
     pub(super) holes: Vec<super::blob_holes::PendingHoles>,
     /// Bytes holes have freed per blob file since open (`blob_holes.rs`).
     pub(super) blob_freed: HashMap<u64, u64>,
+    /// Garbage record bytes per blob file given to holes since open, waiting or punched:
+    /// garbage collection does not count them against `blob_gc_ratio`.
+    pub(super) blob_holed: HashMap<u64, u64>,
+    /// A background step ended with holes waiting: the hole thread looks.
+    pub(super) holes_due: bool,
+    /// Times the hole thread has looked for holes to punch.
+    pub(super) hole_passes: u64,
     pub(super) versions: VersionSet,
     pub(super) writers: VecDeque<Arc<Writer>>,
     pub(super) bg_error: Option<Error>,
@@ -159,6 +166,8 @@ pub(crate) struct DbInner {
     pub(super) state: Mutex<State>,
     /// Signalled when background work is requested or finishes.
     pub(super) bg_cv: Condvar,
+    /// Signalled when holes may be ready, and at shutdown (`blob_holes.rs`).
+    pub(super) holes_cv: Condvar,
     pub(super) shutting_down: AtomicBool,
     /// True while a full memtable waits for its flush (read without the lock by
     /// a running compaction, which then flushes first).
@@ -234,6 +243,9 @@ impl DbInner {
                 retired_mems: Vec::new(),
                 holes: Vec::new(),
                 blob_freed: HashMap::new(),
+                blob_holed: HashMap::new(),
+                holes_due: false,
+                hole_passes: 0,
                 versions,
                 writers: VecDeque::new(),
                 bg_error: None,
@@ -254,6 +266,7 @@ impl DbInner {
                 recovery_notes: Vec::new(),
             }),
             bg_cv: Condvar::new(),
+            holes_cv: Condvar::new(),
             shutting_down: AtomicBool::new(false),
             has_imm: AtomicBool::new(false),
             read_only,
