@@ -5,7 +5,9 @@
 //!
 //! A blob file is the companion of a WAL: the writer of log `N` puts the large values of
 //! its batches in `N.blob`. It is append-only and never rewritten; a record, once
-//! referenced, stays where it is until its whole file is dead.
+//! referenced, stays where it is until its whole file is dead, or until no reader can
+//! reach it any more, when its blocks may be given back as a hole (X6,
+//! `db/blob_holes.rs`).
 //!
 //! Invariants:
 //! - X1 A ref is published (in the WAL, then the memtable) only after its record was

@@ -31,28 +31,12 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
 
-use super::state::{DbInner, State};
+use super::state::{DbInner, PendingHoles, State};
 use crate::filename;
 
 /// The filesystem block a hole frees whole (ext4's and XFS's usual size; a hole in a
 /// larger block zeros the range without freeing it, still inside the record).
 const BLOCK: u64 = 4096;
-
-/// Records waiting for their holes.
-#[derive(Debug, Default)]
-pub(super) struct PendingHoles {
-    /// The input tables of the compaction that dropped their refs (X6: none may be in a
-    /// live version); empty once that no longer matters.
-    inputs: Vec<u64>,
-    /// Per blob file, its garbage records as (offset, length).
-    ranges: BTreeMap<u64, Vec<(u64, u64)>>,
-}
-
-impl PendingHoles {
-    fn records(&self) -> usize {
-        self.ranges.values().map(Vec::len).sum()
-    }
-}
 
 /// At most this many records wait (16 bytes each); a compaction whose records would pass
 /// it leaves them whole, their space back when their file is collected or dies.

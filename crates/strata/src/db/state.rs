@@ -55,6 +55,23 @@ pub(super) struct Writer {
     pub(super) signalled: AtomicBool,
 }
 
+/// Garbage blob records waiting for their holes (`blob_holes.rs`, X6).
+#[derive(Debug, Default)]
+pub(super) struct PendingHoles {
+    /// The input tables of the compaction that dropped their refs (none may be in a live
+    /// version); empty once that no longer matters.
+    pub(super) inputs: Vec<u64>,
+    /// Per blob file, its garbage records as (offset, length).
+    pub(super) ranges: BTreeMap<u64, Vec<(u64, u64)>>,
+}
+
+impl PendingHoles {
+    /// How many records wait.
+    pub(super) fn records(&self) -> usize {
+        self.ranges.values().map(Vec::len).sum()
+    }
+}
+
 /// A `compact_range` request for one level, run by the background thread.
 #[derive(Debug)]
 pub(super) struct ManualCompaction {
@@ -114,7 +131,7 @@ pub(super) struct State {
     /// which is kept while it lives even if every table's ref to it is gone (X3).
     pub(super) retired_mems: Vec<(u64, std::sync::Weak<MemTable>)>,
     /// Garbage blob records waiting for their holes (`blob_holes.rs`, X6).
-    pub(super) holes: Vec<super::blob_holes::PendingHoles>,
+    pub(super) holes: Vec<PendingHoles>,
     /// Bytes holes have freed per blob file since open (`blob_holes.rs`).
     pub(super) blob_freed: HashMap<u64, u64>,
     /// Garbage record bytes per blob file given to holes since open, waiting or punched:
