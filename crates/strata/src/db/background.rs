@@ -158,7 +158,7 @@ fn background_work<'a>(db: &'a DbInner, mut st: MutexGuard<'a, State>) -> MutexG
     } else {
         let failed;
         (st, failed) = run_compaction(db, st, c);
-        delete_obsolete_files(db, &mut st);
+        st = delete_obsolete_files(db, st);
         failed
     };
     if let Some(e) = failed {

@@ -93,7 +93,7 @@ pub(super) fn flush_memtable<'a>(
             db.has_imm.store(!st.imm.is_empty(), Ordering::Release);
             st.flushes += 1;
             st.bg_pause_streak = 0;
-            delete_obsolete_files(db, &mut st);
+            st = delete_obsolete_files(db, st);
         }
         Err(e) => record_error(&mut st, e),
     }

@@ -3,6 +3,7 @@
 //! files neither a live version nor an unflushed WAL needs (X3).
 
 use std::collections::HashSet;
+use std::sync::MutexGuard;
 
 use super::state::{DbInner, State};
 use crate::filename::{self, Kind};
@@ -74,15 +75,24 @@ impl Needed {
     }
 }
 
-/// Deletes files no live version, pending output or needed log names (D4).
-pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
+/// Deletes files no live version, pending output or needed log names (D4). The files are
+/// chosen under the state lock and removed with it released, as LevelDB does: on a
+/// filesystem mounted with `discard` (this machine's), removing a 2 MB table waits about
+/// a millisecond for the device, which writers must not wait for. A file chosen stays
+/// obsolete (numbers are never reused), and a second deletion of one is harmless.
+pub(super) fn delete_obsolete_files<'a>(
+    db: &'a DbInner,
+    mut st: MutexGuard<'a, State>,
+) -> MutexGuard<'a, State> {
     if st.bg_error.is_some() {
-        return; // the state on disk is in doubt: keep everything
+        return st; // the state on disk is in doubt: keep everything
     }
-    let needed = Needed::of(st, st.versions.manifest_number);
+    let manifest = st.versions.manifest_number;
+    let needed = Needed::of(&mut st, manifest);
     let Ok(names) = db.env.children(&db.dir) else {
-        return;
+        return st;
     };
+    let mut obsolete = Vec::new();
     for name in names {
         if needed.keeps(&name) != Some(false) {
             continue;
@@ -96,6 +106,14 @@ pub(super) fn delete_obsolete_files(db: &DbInner, st: &mut State) {
             }
             _ => {}
         }
+        obsolete.push(name);
+    }
+    if obsolete.is_empty() {
+        return st;
+    }
+    drop(st);
+    for name in obsolete {
         let _ = db.env.remove_file(&db.dir.join(&name));
     }
+    db.lock()
 }

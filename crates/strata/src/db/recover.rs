@@ -175,8 +175,7 @@ fn start_new_log(db: &DbInner, mut edit: VersionEdit) -> Result<()> {
         !edit.new_blob_files.is_empty(),
     );
     st.versions.log_and_apply(&mut edit)?;
-    delete_obsolete_files(db, &mut st);
-    drop(st);
+    drop(delete_obsolete_files(db, st));
     Ok(())
 }
 
