@@ -62,8 +62,9 @@ pub struct Options {
     /// RocksDB's is 36).
     pub level0_stop_writes_trigger: usize,
     /// Files kept open at once for reading (default 1000): tables, and with value
-    /// separation on, blob files too (a quarter of them for blob files). Ten are kept
-    /// aside, as LevelDB does.
+    /// separation on, blob files too (a quarter of them for blob files, and sixteen
+    /// mapped blob files per such slot besides, since a map holds no descriptor). Ten
+    /// are kept aside, as LevelDB does.
     pub max_open_files: usize,
     /// The block cache; `None` gives the database its own 8 MiB cache
     /// (`DEFAULT_BLOCK_CACHE`, below). Share one cache between databases by passing clones

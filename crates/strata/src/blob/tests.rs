@@ -47,6 +47,39 @@ fn at_most_capacity_files_stay_open_and_every_file_still_reads() {
 }
 
 #[test]
+fn mapped_files_are_kept_apart_and_bounded_too() {
+    // On disk the files are mapped: they hold no descriptor and have slots of their own
+    // (MAPS_PER_SLOT per descriptor slot), still bounded.
+    let tmp = tempfile::tempdir().unwrap();
+    let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
+    let mut refs = Vec::new();
+    for n in 1..=40u64 {
+        let file = env.new_writable(&filename::blob(tmp.path(), n)).unwrap();
+        let mut w = BlobWriter::new(file, n).unwrap();
+        refs.push((n, w.add(b"k", &vec![n as u8; 5000]).unwrap()));
+        w.flush().unwrap();
+    }
+    let store = BlobStore::new(env, tmp.path().to_path_buf(), true, 1);
+    for round in 0..2 {
+        for (n, r) in &refs {
+            let v = store.read_pinned(b"k", &r.encode()).unwrap();
+            assert!(v.is_ok(), "a view into the map");
+            assert_eq!(store.read(b"k", &r.encode()).unwrap(), vec![*n as u8; 5000]);
+            assert!(
+                store.open_files() <= 1 + 16,
+                "{} open, {round}",
+                store.open_files()
+            );
+        }
+    }
+    assert_eq!(
+        store.open_files(),
+        16,
+        "the map slots are used, not the one descriptor"
+    );
+}
+
+#[test]
 fn values_read_back_through_their_refs() {
     let big = vec![0xAB; 100_000];
     let (_env, store, refs) =

@@ -220,7 +220,8 @@ impl DbInner {
             .clone()
             .unwrap_or_else(|| BlockCache::new(DEFAULT_BLOCK_CACHE));
         // Open files: 10 kept aside (as LevelDB), a quarter of the rest for blob files when
-        // values may be in them, the remainder for tables.
+        // values may be in them (and as many times `MAPS_PER_SLOT` mapped blob files, which
+        // hold no descriptor), the remainder for tables.
         let spare = options.max_open_files.saturating_sub(10).max(10);
         let (table_files, blob_files) = if options.separates_values() {
             let blobs = (spare / 4).max(4);
