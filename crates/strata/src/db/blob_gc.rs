@@ -14,8 +14,9 @@
 //!   garbage the file is dead and deleted (X3). Before that, its record's space is given
 //!   back by a hole (`blob_holes.rs`, `Options::blob_punch_holes`): the rewriter lists
 //!   where every garbage record lies, and a file's garbage counts against the ratio only
-//!   as far as it was not given to holes (waiting or punched: a hole that waits for a
-//!   reader will come, and moving live values to beat it would be wasted writes).
+//!   as far as holes do not free it (waiting or punched: a hole that waits for a reader
+//!   will come, and moving live values to beat it would be wasted writes; a record under
+//!   a block frees nothing and counts whole).
 //! - A file at least `CONSOLIDATE` garbage is moved whatever its holes freed: its few
 //!   live values go to a new file, so that files do not multiply.
 //!
@@ -214,7 +215,7 @@ impl<'a> BlobRewriter<'a> {
 const CONSOLIDATE: f64 = 0.75;
 
 /// Whether a compaction moves the live values of blob file `f`, `holed` bytes of whose
-/// garbage went to holes: when the garbage left whole is at least `ratio` of what the
+/// garbage holes free (or will): when the garbage left is at least `ratio` of what the
 /// file takes on disk once its holes are punched, or when `CONSOLIDATE` of its bytes are
 /// garbage.
 fn collects(f: &BlobFileMeta, holed: u64, ratio: f64) -> bool {

@@ -52,7 +52,9 @@ pub(super) fn queue_holes(
     let p = PendingHoles { inputs, ranges };
     if p.records() > 0 && waiting(st) + p.records() <= MAX_WAITING {
         for (file, ranges) in &p.ranges {
-            *st.blob_holed.entry(*file).or_default() += ranges.iter().map(|r| r.1).sum::<u64>();
+            // What the holes will free: records under a block free nothing.
+            let freeable: u64 = holes(ranges.clone()).iter().map(|h| h.1).sum();
+            *st.blob_holed.entry(*file).or_default() += freeable;
         }
         st.holes.push(p);
     }
@@ -99,8 +101,6 @@ fn inner_blocks(offset: u64, len: u64) -> Option<(u64, u64)> {
 /// The garbage records of one blob file that no reader can reach any more.
 struct Ready {
     file: u64,
-    /// Their bytes.
-    record_bytes: u64,
     /// Their holes: whole blocks, as (offset, length).
     holes: Vec<(u64, u64)>,
 }
@@ -142,7 +142,6 @@ fn take_ready(db: &DbInner, st: &mut State) -> Vec<Ready> {
         .into_iter()
         .map(|(file, records)| Ready {
             file,
-            record_bytes: records.iter().map(|r| r.1).sum(),
             holes: holes(records),
         })
         .collect()
@@ -188,13 +187,13 @@ pub(super) fn punch_ready_holes<'a>(
         .collect();
     st = db.lock();
     for (r, freed) in ready.iter().zip(freed) {
-        let (file, records) = (r.file, r.record_bytes);
+        let (file, freeable) = (r.file, r.holes.iter().map(|h| h.1).sum::<u64>());
         if freed > 0 {
             *st.blob_freed.entry(file).or_default() += freed;
         } else if let Some(h) = st.blob_holed.get_mut(&file) {
-            // No hole (the filesystem cannot, the file is shared, the records were too
-            // small): garbage collection counts these records again.
-            *h = h.saturating_sub(records);
+            // No hole (the filesystem cannot, the file is shared): garbage collection
+            // counts these records again.
+            *h = h.saturating_sub(freeable);
         }
     }
     st

@@ -134,8 +134,9 @@ pub(super) struct State {
     pub(super) holes: Vec<PendingHoles>,
     /// Bytes holes have freed per blob file since open (`blob_holes.rs`).
     pub(super) blob_freed: HashMap<u64, u64>,
-    /// Garbage record bytes per blob file given to holes since open, waiting or punched:
-    /// garbage collection does not count them against `blob_gc_ratio`.
+    /// Bytes per blob file that holes free or will (the whole blocks inside garbage
+    /// records given to holes since open): garbage collection does not count them
+    /// against `blob_gc_ratio`.
     pub(super) blob_holed: HashMap<u64, u64>,
     /// A background step ended with holes waiting: the hole thread looks.
     pub(super) holes_due: bool,
