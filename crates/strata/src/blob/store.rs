@@ -61,6 +61,16 @@ struct Open {
     checked: Arc<Mutex<std::collections::HashSet<(u64, u32)>>>,
 }
 
+impl Open {
+    /// How many of this entry's handles are the map `w` (a mapped file's `file` is its
+    /// map).
+    fn holds(&self, w: &Weak<dyn RandomAccessFile>) -> usize {
+        let same =
+            |a: &Arc<dyn RandomAccessFile>| Arc::as_ptr(a).cast::<()>() == w.as_ptr().cast::<()>();
+        usize::from(same(&self.file)) + self.map.as_ref().map_or(0, |m| usize::from(same(m)))
+    }
+}
+
 /// A value read in place: a view into a sealed blob file's map, which it keeps alive.
 /// Dereferences to the value's bytes.
 #[derive(Clone)]
@@ -406,18 +416,15 @@ impl BlobStore {
     /// Holes in the file wait while one does (X6).
     pub fn in_use(&self, number: u64) -> bool {
         let mut files = self.lock();
-        let own = files
-            .mapped
-            .peek(number)
-            .and_then(|o| o.map.as_ref())
-            .map(|m| Arc::as_ptr(m).cast::<()>());
+        let own = files.mapped.peek(number).cloned();
         let Some(maps) = files.maps.get_mut(&number) else {
             return false;
         };
         maps.retain(|w| w.strong_count() > 0);
         maps.iter().any(|w| {
-            let store_holds = own == Some(w.as_ptr().cast::<()>());
-            w.strong_count() > usize::from(store_holds)
+            let store_holds = own.as_ref().map_or(0, |o| o.holds(w));
+            // `own`, the clone just taken, holds as many again.
+            w.strong_count() > 2 * store_holds
         })
     }
 }

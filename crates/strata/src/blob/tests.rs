@@ -80,6 +80,28 @@ fn mapped_files_are_kept_apart_and_bounded_too() {
 }
 
 #[test]
+fn a_file_is_in_use_while_a_view_of_it_lives() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
+    let file = env.new_writable(&filename::blob(tmp.path(), 3)).unwrap();
+    let mut w = BlobWriter::new(file, 3).unwrap();
+    let r = w.add(b"k", &[7u8; 5000]).unwrap();
+    w.flush().unwrap();
+    let store = BlobStore::new(env, tmp.path().to_path_buf(), true, 1);
+    assert!(!store.in_use(3), "never opened");
+    assert_eq!(store.read(b"k", &r.encode()).unwrap(), vec![7u8; 5000]);
+    assert!(!store.in_use(3), "open, and nobody holds it");
+    let view = store.read_pinned(b"k", &r.encode()).unwrap().unwrap();
+    assert!(store.in_use(3), "a view holds it");
+    store.evict(3);
+    let again = store.read_pinned(b"k", &r.encode()).unwrap().unwrap();
+    drop(view);
+    assert!(store.in_use(3), "a view of the reopened map holds it");
+    drop(again);
+    assert!(!store.in_use(3));
+}
+
+#[test]
 fn values_read_back_through_their_refs() {
     let big = vec![0xAB; 100_000];
     let (_env, store, refs) =
