@@ -28,6 +28,7 @@
 
 use std::collections::BTreeMap;
 
+use super::blob_holes::worth_a_hole;
 use super::state::DbInner;
 use crate::blob::{BlobRef, BlobWriter};
 use crate::error::Result;
@@ -103,7 +104,7 @@ impl<'a> BlobRewriter<'a> {
         let g = self.garbage.entry(r.file).or_default();
         g.0 += 1;
         g.1 += u64::from(r.record_len);
-        if self.db.options.blob_punch_holes {
+        if self.db.options.blob_punch_holes && worth_a_hole(r.record_len) {
             self.holes
                 .entry(r.file)
                 .or_default()

@@ -38,6 +38,14 @@ use crate::filename;
 /// larger block zeros the range without freeing it, still inside the record).
 const BLOCK: u64 = 4096;
 
+/// Whether a garbage record of `len` bytes is listed for a hole: one under a block
+/// would seldom free anything (only beside other garbage records) and costs lock time
+/// and a system call; its garbage waits for its file to be collected, as before holes
+/// (1 KB values: overwrites 9 % slower when every record was listed).
+pub(super) fn worth_a_hole(len: u32) -> bool {
+    u64::from(len) >= BLOCK
+}
+
 /// At most this many records wait (16 bytes each); a compaction whose records would pass
 /// it leaves them whole, their space back when their file is collected or dies.
 const MAX_WAITING: usize = 1 << 20;
