@@ -19,7 +19,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::Rng;
-use strata::{Db, Options};
+use strata::{Db, DbIterator, Options};
 
 const VALUE: usize = 24 << 10;
 
@@ -195,6 +195,22 @@ fn holes(db: &Db) -> (u64, u64) {
     (w[1].parse().unwrap(), w[4].parse().unwrap())
 }
 
+/// Waits until the hole thread has looked for holes since now (or none wait), so that
+/// any hole that may be punched has been. A pass begun before this call may end after
+/// it: two more are asked for, by two background steps (writes of round `round`).
+fn settle(db: &Db, round: u64, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
+    let passes = holes(db).1;
+    for extra in 0..2 {
+        db.put(key(100 + extra), value(100, round)).unwrap();
+        model.insert(key(100 + extra), value(100, round));
+        db.flush().unwrap();
+    }
+    eventually("two more looks for holes, or none waiting", || {
+        let (waiting, looked) = holes(db);
+        waiting == 0 || looked >= passes + 2
+    });
+}
+
 /// Overwrites key 0 (with a flush each time, so that level 0 fills and compacts) until
 /// the ref to its first value is dropped, counted as garbage of blob file `file`; then
 /// waits until the hole thread has looked since, so that any hole that may be punched
@@ -202,18 +218,7 @@ fn holes(db: &Db) -> (u64, u64) {
 fn drop_first_value(db: &Db, file: u64, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
     for round in 1..200 {
         if blob_files(db).get(&file).is_some_and(|(g, _)| *g > 0) {
-            // A pass begun before this read may end after it: wait for two more, each
-            // asked for by a background step.
-            let passes = holes(db).1;
-            for extra in 0..2 {
-                db.put(key(100 + extra), value(100, round)).unwrap();
-                model.insert(key(100 + extra), value(100, round));
-                db.flush().unwrap();
-            }
-            eventually("two more looks for holes, or none waiting", || {
-                let (waiting, looked) = holes(db);
-                waiting == 0 || looked >= passes + 2
-            });
+            settle(db, round, model);
             return;
         }
         db.put(key(0), value(0, round)).unwrap();
@@ -255,6 +260,18 @@ fn a_pinned_value_keeps_its_bytes_after_its_ref_is_dropped() {
     check(&db, &model);
 }
 
+/// Every entry `it` sees, from the first.
+fn read_all(mut it: DbIterator) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    it.seek_to_first();
+    let mut seen = BTreeMap::new();
+    while it.valid() {
+        seen.insert(it.key().to_vec(), it.value().to_vec());
+        it.next();
+    }
+    it.status().unwrap();
+    seen
+}
+
 #[test]
 fn an_iterator_over_an_older_version_reads_the_values_it_saw() {
     let dir = tempfile::tempdir().unwrap();
@@ -263,18 +280,10 @@ fn an_iterator_over_an_older_version_reads_the_values_it_saw() {
     let file = first_file(&db, &mut model);
     let before = model.clone();
     // Not positioned yet: it holds its version and has read nothing.
-    let mut it = db.raw_iterator();
+    let it = db.raw_iterator();
     drop_first_value(&db, file, &mut model);
     assert_eq!(blob_files(&db)[&file].1, 0, "a hole under a live version");
-    it.seek_to_first();
-    let mut seen = BTreeMap::new();
-    while it.valid() {
-        seen.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    assert!(seen == before, "the iterator read other values");
-    drop(it);
+    assert!(read_all(it) == before, "the iterator read other values");
     check(&db, &model);
 }
 
@@ -290,20 +299,12 @@ fn an_iterator_holding_a_flushed_memtable_reads_the_values_it_saw() {
     }
     let before = model.clone();
     // Holds the memtable (the refs are in no table yet) and a version without them.
-    let mut it = db.raw_iterator();
+    let it = db.raw_iterator();
     db.flush().unwrap();
     let file = *blob_files(&db).keys().next().unwrap();
     drop_first_value(&db, file, &mut model);
     assert_eq!(blob_files(&db)[&file].1, 0, "a hole under a held memtable");
-    it.seek_to_first();
-    let mut seen = BTreeMap::new();
-    while it.valid() {
-        seen.insert(it.key().to_vec(), it.value().to_vec());
-        it.next();
-    }
-    it.status().unwrap();
-    assert!(seen == before, "the iterator read other values");
-    drop(it);
+    assert!(read_all(it) == before, "the iterator read other values");
     check(&db, &model);
 }
 

@@ -3,8 +3,8 @@
 //! without a compaction moving their file's live values (`blob_gc.rs`).
 //!
 //! A compaction lists where the records of the refs it dropped or rewrote lie; once its
-//! edit is installed the list waits here (`State::holes`), tied to the compaction's input
-//! tables. After each background step the database's hole thread (`run`) takes the lists
+//! edit is installed the list waits here (`State::holes`), tied to the versions live
+//! before the install. After each background step the database's hole thread (`run`) takes the lists
 //! no reader can reach any more and punches their holes (`Env::punch_holes`) with the
 //! state lock released: only the whole filesystem blocks inside each record (records side
 //! by side make one hole), so a hole never touches a neighbour. The hole thread is not the
@@ -15,8 +15,10 @@
 //! Invariant:
 //! - X6 A blob record's bytes are punched only when nothing can read them: its ref was
 //!   dropped or rewritten by a compaction whose edit is installed (no table the manifest
-//!   names holds it), none of that compaction's input tables is in a live version (no
-//!   iterator, lookup or snapshot reaches the ref through them), no flushed memtable of
+//!   names holds it), no version live before that install is still held (no iterator,
+//!   lookup or snapshot reaches the ref through one: not only the compaction's inputs
+//!   hold it, but every table a kept ref was copied from since it was written), no
+//!   flushed memtable of
 //!   the file's WAL is still held by a reader (a lookup may have found the ref there
 //!   before it reached a table), and no view or read holds the file's map
 //!   (`BlobStore::in_use`: a `BlobView` handed out before the ref was dropped keeps its
@@ -29,10 +31,11 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, MutexGuard};
+use std::sync::{Arc, MutexGuard, Weak};
 
 use super::state::{DbInner, PendingHoles, State};
 use crate::filename;
+use crate::version::Version;
 
 /// The filesystem block a hole frees whole (ext4's and XFS's usual size; a hole in a
 /// larger block zeros the range without freeing it, still inside the record).
@@ -50,14 +53,14 @@ pub(super) fn worth_a_hole(len: u32) -> bool {
 /// it leaves them whole, their space back when their file is collected or dies.
 const MAX_WAITING: usize = 1 << 20;
 
-/// Queues the garbage records `ranges` of a compaction with input tables `inputs`, just
-/// installed.
+/// Queues the garbage records `ranges` of a compaction just installed; `versions` are the
+/// versions live before its install.
 pub(super) fn queue_holes(
     st: &mut State,
-    inputs: Vec<u64>,
+    versions: Vec<Weak<Version>>,
     ranges: BTreeMap<u64, Vec<(u64, u64)>>,
 ) {
-    let p = PendingHoles { inputs, ranges };
+    let p = PendingHoles { versions, ranges };
     if p.records() > 0 && waiting(st) + p.records() <= MAX_WAITING {
         for (file, ranges) in &p.ranges {
             // What the holes will free: records under a block free nothing.
@@ -119,14 +122,13 @@ fn take_ready(db: &DbInner, st: &mut State) -> Vec<Ready> {
     if st.holes.is_empty() {
         return Vec::new();
     }
-    let live_tables = st.versions.live_files();
     let named = st.versions.current();
     st.retired_mems.retain(|(_, m)| m.strong_count() > 0);
     let held: HashSet<u64> = st.retired_mems.iter().map(|(n, _)| *n).collect();
     let mut ready: BTreeMap<u64, Vec<(u64, u64)>> = BTreeMap::new();
     let mut waiting = Vec::new();
     for p in std::mem::take(&mut st.holes) {
-        if p.inputs.iter().any(|n| live_tables.contains(n)) {
+        if p.versions.iter().any(|v| v.strong_count() > 0) {
             waiting.push(p);
             continue;
         }

@@ -158,9 +158,11 @@ pub(super) fn run_compaction<'a>(
     drop(st);
     let synced = db.env.sync_dir(&db.dir);
     st = db.lock();
+    let mut older = Vec::new();
     let installed = match synced {
         Ok(()) => {
             let applied;
+            older = st.versions.live_version_handles();
             (st, applied) = db.apply_edit(st, &mut c.edit);
             applied
         }
@@ -169,8 +171,7 @@ pub(super) fn run_compaction<'a>(
     match installed {
         Ok(()) => {
             st.bg_pause_streak = 0;
-            let inputs = c.inputs.iter().flatten().map(|f| f.number).collect();
-            queue_holes(&mut st, inputs, holes);
+            queue_holes(&mut st, older, holes);
             end_separation_if_done(db, st)
         }
         Err(e) => {

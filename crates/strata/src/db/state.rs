@@ -58,9 +58,10 @@ pub(super) struct Writer {
 /// Garbage blob records waiting for their holes (`blob_holes.rs`, X6).
 #[derive(Debug, Default)]
 pub(super) struct PendingHoles {
-    /// The input tables of the compaction that dropped their refs (none may be in a live
-    /// version); empty once that no longer matters.
-    pub(super) inputs: Vec<u64>,
+    /// Every version live when the compaction that dropped their refs was installed
+    /// (none may still be held: each may hold the refs, in the compaction's inputs or in
+    /// the tables those were made from); empty once that no longer matters.
+    pub(super) versions: Vec<std::sync::Weak<crate::version::Version>>,
     /// Per blob file, its garbage records as (offset, length).
     pub(super) ranges: BTreeMap<u64, Vec<(u64, u64)>>,
 }

@@ -354,6 +354,13 @@ impl VersionSet {
         live
     }
 
+    /// Handles on every version still held by someone (the current one included), which
+    /// do not keep them alive.
+    pub fn live_version_handles(&mut self) -> Vec<Weak<Version>> {
+        self.versions.retain(|w| w.strong_count() > 0);
+        self.versions.clone()
+    }
+
     /// Every version still held by someone, forgetting the others.
     fn live_versions(&mut self) -> Vec<Arc<Version>> {
         self.versions.retain(|w| w.strong_count() > 0);
