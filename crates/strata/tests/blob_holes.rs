@@ -16,9 +16,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::Rng;
+use common::{Rng, eventually};
 use strata::{Db, DbIterator, Options};
 
 const VALUE: usize = 24 << 10;
@@ -64,15 +64,8 @@ fn freed(db: &Db) -> u64 {
     blob_files(db).values().map(|(_, f)| f).sum()
 }
 
-/// Waits (at most a minute: the background thread's pace, not a measurement) until
-/// `done` holds.
-fn eventually(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+/// How long a test waits for the hole thread.
+const WAIT: Duration = Duration::from_secs(60);
 
 /// Bytes the blob files of `dir` take on disk, and their lengths.
 fn blob_space(dir: &Path) -> (u64, u64) {
@@ -129,7 +122,7 @@ fn overwritten_values_give_their_blocks_back_and_live_values_stay_whole() {
     let db = Db::open(dir.path(), options()).unwrap();
     let mut model = BTreeMap::new();
     churn(&db, 2, &mut model);
-    eventually("holes free space", || freed(&db) > 0);
+    eventually("holes free space", WAIT, || freed(&db) > 0);
     let (on_disk, len) = blob_space(dir.path());
     assert!(
         on_disk < len,
@@ -205,7 +198,7 @@ fn settle(db: &Db, round: u64, model: &mut BTreeMap<Vec<u8>, Vec<u8>>) {
         model.insert(key(100 + extra), value(100, round));
         db.flush().unwrap();
     }
-    eventually("two more looks for holes, or none waiting", || {
+    eventually("two more looks for holes, or none waiting", WAIT, || {
         let (waiting, looked) = holes(db);
         waiting == 0 || looked >= passes + 2
     });
@@ -254,7 +247,7 @@ fn a_pinned_value_keeps_its_bytes_after_its_ref_is_dropped() {
     db.put(key(101), value(101, 0)).unwrap();
     model.insert(key(101), value(101, 0));
     db.flush().unwrap();
-    eventually("the hole after the view is gone", || {
+    eventually("the hole after the view is gone", WAIT, || {
         blob_files(&db)[&file].1 > 0
     });
     check(&db, &model);
@@ -327,7 +320,7 @@ fn a_checkpoints_linked_blob_files_are_never_punched() {
     db.compact_range(None, None).unwrap();
     churn(&db, 3, &mut model);
     // A file written after the checkpoint, overwritten in turn, is punched.
-    eventually("holes in files written since", || freed(&db) > 0);
+    eventually("holes in files written since", WAIT, || freed(&db) > 0);
     let files = blob_files(&db);
     for n in &linked {
         if let Some((_, f)) = files.get(n) {

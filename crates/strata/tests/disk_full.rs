@@ -8,13 +8,16 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::eventually;
 use strata::env::{Env, MemEnv};
 use strata::testing::{Call, Fault, FaultEnv};
 use strata::{Db, Error, Options};
@@ -81,17 +84,8 @@ fn contents(db: &Db) -> Model {
     db.range::<&[u8]>(..).map(|r| r.unwrap()).collect()
 }
 
-/// Polls `cond` for up to ten seconds.
-fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "{what}: not within 10 s"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
+/// How long a test waits for background work.
+const WAIT: Duration = Duration::from_secs(10);
 
 /// Runs `f` on its own thread; a test that has not finished after a minute hangs.
 fn within_a_minute(f: impl FnOnce() + Send + 'static) {
@@ -257,7 +251,7 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
         env.arm(disk_full(appends_per_flush));
         fill(&db, &mut model, round, 200);
         db.flush().unwrap();
-        eventually("the compaction pauses", || {
+        eventually("the compaction pauses", WAIT, || {
             background_error(&db).starts_with("paused:")
         });
         // Writes that fit in the memtable go on while it is paused; reads are right.
@@ -269,7 +263,7 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
         // Retries keep failing while the disk is full (each removes its partial output:
         // checked by `verify` below, which lists files nothing references).
         let retries = stat(&db, "background_retries");
-        eventually("five more retries", || {
+        eventually("five more retries", WAIT, || {
             stat(&db, "background_retries") >= retries + 5
         });
         // `LOG` says so, but not at every retry (a disk that stays bad would fill it).
@@ -284,7 +278,7 @@ fn a_full_disk_during_a_compaction_heals_by_itself_and_writes_go_on_meanwhile() 
 
         // Space returns: the compaction runs by itself.
         env.disarm();
-        eventually("the compaction runs again", || {
+        eventually("the compaction runs again", WAIT, || {
             background_error(&db) == "none\n" && level0(&db) == 0
         });
         check_healed(db, &env, o, &model);
@@ -406,7 +400,7 @@ fn flushes_go_on_while_a_compaction_is_paused_until_level_0_is_full() {
         fill(&db, &mut model, round, 100);
         db.flush().unwrap();
         round += 1;
-        eventually("the compaction pauses", || {
+        eventually("the compaction pauses", WAIT, || {
             background_error(&db).starts_with("paused:")
         });
         // Flushes go on while the compaction waits for `resume`, until level 0 is full;

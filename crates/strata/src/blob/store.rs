@@ -415,17 +415,15 @@ impl BlobStore {
     /// (which may show a record whose ref has since been dropped) or a read in progress.
     /// Holes in the file wait while one does (X6).
     pub fn in_use(&self, number: u64) -> bool {
-        let mut files = self.lock();
-        let own = files.mapped.peek(number).cloned();
+        let mut guard = self.lock();
+        let files = &mut *guard;
+        let own = files.mapped.peek(number);
         let Some(maps) = files.maps.get_mut(&number) else {
             return false;
         };
         maps.retain(|w| w.strong_count() > 0);
-        maps.iter().any(|w| {
-            let store_holds = own.as_ref().map_or(0, |o| o.holds(w));
-            // `own`, the clone just taken, holds as many again.
-            w.strong_count() > 2 * store_holds
-        })
+        maps.iter()
+            .any(|w| w.strong_count() > own.map_or(0, |o| o.holds(w)))
     }
 }
 

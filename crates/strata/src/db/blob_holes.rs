@@ -4,9 +4,9 @@
 //!
 //! A compaction lists where the records of the refs it dropped or rewrote lie; once its
 //! edit is installed the list waits here (`State::holes`), tied to the versions live
-//! before the install. After each background step the database's hole thread (`run`) takes the lists
-//! no reader can reach any more and punches their holes (`Env::punch_holes`) with the
-//! state lock released: only the whole filesystem blocks inside each record (records side
+//! before the install. After each background step the database's hole thread (`run`)
+//! takes the lists no reader can reach any more and punches their holes
+//! (`Env::punch_holes`) with the state lock released: only the whole filesystem blocks inside each record (records side
 //! by side make one hole), so a hole never touches a neighbour. The hole thread is not the
 //! background thread because a hole is dear (about 130 µs for a 100 KB record on this
 //! machine's ext4, more than writing the value): on the background thread, holes held up
@@ -18,16 +18,16 @@
 //!   names holds it), no version live before that install is still held (no iterator,
 //!   lookup or snapshot reaches the ref through one: not only the compaction's inputs
 //!   hold it, but every table a kept ref was copied from since it was written), no
-//!   flushed memtable of
-//!   the file's WAL is still held by a reader (a lookup may have found the ref there
-//!   before it reached a table), and no view or read holds the file's map
-//!   (`BlobStore::in_use`: a `BlobView` handed out before the ref was dropped keeps its
-//!   bytes). A file with other hard links (a checkpoint's) is never punched
+//!   flushed memtable of the file's WAL is still held by a reader (a lookup may have
+//!   found the ref there before it reached a table), and no view or read holds the
+//!   file's map (`BlobStore::in_use`: a `BlobView` handed out before the ref was dropped
+//!   keeps its bytes). A file with other hard links (a checkpoint's) is never punched
 //!   (`Env::punch_holes`). Holes are recorded nowhere: after a crash a punched record may
-//!   read whole or as zeros, and nothing reads it either way. The bytes freed are counted
-//!   in memory (`State::blob_freed`), for garbage collection's choice, from zero at each
-//!   open; records still waiting when the database closes are left whole (their space
-//!   comes back when their file is collected or dies).
+//!   read whole or as zeros, and nothing reads it either way. What holes free or will is
+//!   counted in memory from zero at each open (`State::blob_holed`, for garbage
+//!   collection's choice; `State::blob_freed`, what was freed, for `strata.blob-files`);
+//!   records still waiting when the database closes are left whole (their space comes
+//!   back when their file is collected or dies).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::Ordering;
@@ -60,11 +60,11 @@ pub(super) fn queue_holes(
     versions: Vec<Weak<Version>>,
     ranges: BTreeMap<u64, Vec<(u64, u64)>>,
 ) {
-    let p = PendingHoles { versions, ranges };
+    let mut p = PendingHoles { versions, ranges };
     if p.records() > 0 && waiting(st) + p.records() <= MAX_WAITING {
-        for (file, ranges) in &p.ranges {
+        for (file, ranges) in &mut p.ranges {
             // What the holes will free: records under a block free nothing.
-            let freeable: u64 = holes(ranges.clone()).iter().map(|h| h.1).sum();
+            let freeable: u64 = holes(ranges).iter().map(|h| h.1).sum();
             *st.blob_holed.entry(*file).or_default() += freeable;
         }
         st.holes.push(p);
@@ -150,19 +150,19 @@ fn take_ready(db: &DbInner, st: &mut State) -> Vec<Ready> {
     st.holes = waiting;
     ready
         .into_iter()
-        .map(|(file, records)| Ready {
+        .map(|(file, mut records)| Ready {
             file,
-            holes: holes(records),
+            holes: holes(&mut records),
         })
         .collect()
 }
 
-/// The holes for garbage `records` (offset, length) of one file: records side by side
-/// joined, then the whole blocks inside each run.
-fn holes(mut records: Vec<(u64, u64)>) -> Vec<(u64, u64)> {
+/// The holes for garbage `records` (offset, length) of one file, which it sorts: records
+/// side by side joined, then the whole blocks inside each run.
+fn holes(records: &mut [(u64, u64)]) -> Vec<(u64, u64)> {
     records.sort_unstable();
     let mut runs: Vec<(u64, u64)> = Vec::with_capacity(records.len());
-    for (offset, len) in records {
+    for &(offset, len) in records.iter() {
         match runs.last_mut() {
             Some((o, l)) if *o + *l == offset => *l += len,
             _ => runs.push((offset, len)),
@@ -215,9 +215,9 @@ mod tests {
 
     #[test]
     fn records_side_by_side_make_one_hole() {
-        let h = holes(vec![(10_000, 5_000), (0, 10_000), (20_000, 9_000)]);
+        let h = holes(&mut [(10_000, 5_000), (0, 10_000), (20_000, 9_000)]);
         assert_eq!(h, vec![(0, 12_288), (20_480, 8_192)]);
-        assert!(holes(vec![(1, 100)]).is_empty());
+        assert!(holes(&mut [(1, 100)]).is_empty());
     }
 
     #[test]

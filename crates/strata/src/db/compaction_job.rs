@@ -158,11 +158,11 @@ pub(super) fn run_compaction<'a>(
     drop(st);
     let synced = db.env.sync_dir(&db.dir);
     st = db.lock();
-    let mut older = Vec::new();
+    // Every version that may hold the refs this edit drops (X6).
+    let older = st.versions.live_version_handles();
     let installed = match synced {
         Ok(()) => {
             let applied;
-            older = st.versions.live_version_handles();
             (st, applied) = db.apply_edit(st, &mut c.edit);
             applied
         }

@@ -19,6 +19,16 @@ use strata::sstable::Table;
 use strata::version::VersionEdit;
 use strata::{WriteBatch, batch::BatchOp};
 
+/// Polls `cond` every 5 ms until it holds; the test fails, naming `what`, once `limit`
+/// has passed (the background threads' pace, not a measurement).
+pub fn eventually(what: &str, limit: std::time::Duration, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "{what}: not within {limit:?}");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+}
+
 /// A test size or seed from the environment (`STRATA_...`), or `default`.
 pub fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
