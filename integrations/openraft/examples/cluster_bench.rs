@@ -33,7 +33,7 @@ use openraft::{
     StoredMembership, Vote,
 };
 use strata_openraft::service::{Client, KvMachine, KvRaft};
-use strata_openraft::{Request, Response, TypeConfig};
+use strata_openraft::{Request, Response, TypeConfig, Write};
 
 /// The in-memory log: entries, vote, committed and purged ids.
 #[derive(Debug, Clone, Default)]
@@ -130,7 +130,40 @@ struct MemState {
     applied: Option<LogId<u64>>,
     membership: StoredMembership<u64, BasicNode>,
     kv: BTreeMap<String, String>,
+    /// Each client's last applied sequence number and answer (as the Strata state
+    /// machine keeps them, so both do the same work per write).
+    sessions: BTreeMap<u64, (u64, Response)>,
     snapshot: Option<(SnapshotMeta<u64, BasicNode>, Vec<u8>)>,
+}
+
+impl MemState {
+    fn apply(&mut self, w: Write) -> Response {
+        if let Some(s) = w.session
+            && let Some((seq, r)) = self.sessions.get(&s.client)
+            && s.seq <= *seq
+        {
+            return Response {
+                previous: if s.seq == *seq {
+                    r.previous.clone()
+                } else {
+                    None
+                },
+                duplicate: true,
+            };
+        }
+        let previous = match w.request {
+            Request::Set { key, value } => self.kv.insert(key, value),
+            Request::Delete { key } => self.kv.remove(&key),
+        };
+        let r = Response {
+            previous,
+            duplicate: false,
+        };
+        if let Some(s) = w.session {
+            self.sessions.insert(s.client, (s.seq, r.clone()));
+        }
+        r
+    }
 }
 
 impl RaftSnapshotBuilder<TypeConfig> for MemMachine {
@@ -160,7 +193,7 @@ impl RaftStateMachine<TypeConfig> for MemMachine {
         Ok((st.applied, st.membership.clone()))
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError<u64>>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError<u64>>
     where
         I: IntoIterator<Item = Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
@@ -171,16 +204,11 @@ impl RaftStateMachine<TypeConfig> for MemMachine {
             let id = *e.get_log_id();
             st.applied = Some(id);
             out.push(match e.payload {
-                EntryPayload::Blank => Response::default(),
-                EntryPayload::Normal(Request::Set { key, value }) => Response {
-                    previous: st.kv.insert(key, value),
-                },
-                EntryPayload::Normal(Request::Delete { key }) => Response {
-                    previous: st.kv.remove(&key),
-                },
+                EntryPayload::Blank => Vec::new(),
+                EntryPayload::Normal(p) => p.writes.into_iter().map(|w| st.apply(w)).collect(),
                 EntryPayload::Membership(m) => {
                     st.membership = StoredMembership::new(Some(id), m);
-                    Response::default()
+                    Vec::new()
                 }
             });
         }

@@ -20,6 +20,13 @@
 //! - RS4 every record read back is decoded and checked (its key's index against the
 //!   entry's); anything that does not decode is a `StorageError` (openraft stops the
 //!   node), never a wrong value or a panic.
+//! - RS5 a write with a [`Session`] applies at most once: the state machine keeps each
+//!   client's last applied sequence number and its response (under `c/`, in the same
+//!   batch as the write, and in snapshots), answers a resend with that response and
+//!   changes nothing. It remembers at most [`MAX_SESSIONS`] clients,
+//!   forgetting the one idle longest (by the log index of its last write, so every
+//!   replica forgets the same one); a client forgotten and then resending its last write
+//!   would apply it again.
 //!
 //! The storage calls block their task for the length of a Strata call (an `fdatasync`
 //! for the durable ones), as openraft's own RocksDB store does.
@@ -40,10 +47,9 @@ use std::io::Cursor;
 use serde::{Deserialize, Serialize};
 
 pub use log_store::StrataLogStore;
-pub use state_machine::{StrataSnapshotBuilder, StrataStateMachine};
+pub use state_machine::{MAX_SESSIONS, StrataSnapshotBuilder, StrataStateMachine};
 
-/// A write to the key-value state machine: what a client proposes through
-/// `Raft::client_write`.
+/// One change to the key-value state machine.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Request {
     /// Set `key` to `value`.
@@ -60,18 +66,61 @@ pub enum Request {
     },
 }
 
-/// What applying a [`Request`] answers: the key's value before it.
+impl Request {
+    /// The key it changes.
+    pub fn key(&self) -> &str {
+        match self {
+            Request::Set { key, .. } | Request::Delete { key } => key,
+        }
+    }
+}
+
+/// Who sent a write, and which of its writes it is: the state machine applies a write
+/// of a session at most once (RS5), so a client may resend a write whose answer it did
+/// not get.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Session {
+    /// The client's id, chosen at random by the client (64 bits: two clients drawing
+    /// the same id is as unlikely as a checksum collision).
+    pub client: u64,
+    /// The write's number in the client's order, from 1; a client numbers its writes
+    /// one after another and has at most one in flight.
+    pub seq: u64,
+}
+
+/// A client's write: the change, and the session that makes a resend harmless.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Write {
+    /// `None`: applied every time it is proposed (tools, tests).
+    pub session: Option<Session>,
+    /// The change.
+    pub request: Request,
+}
+
+/// What one Raft entry carries: client writes gathered while an earlier entry was in
+/// flight, applied atomically and in order (one batch in the state machine).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    /// The writes, in the order they apply.
+    pub writes: Vec<Write>,
+}
+
+/// What applying a [`Write`] answers.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Response {
-    /// The previous value, if there was one.
+    /// The key's previous value, if there was one (for a resend: what the first
+    /// application saw).
     pub previous: Option<String>,
+    /// This write had been applied already (a resend): it changed nothing now.
+    #[serde(default)]
+    pub duplicate: bool,
 }
 
 openraft::declare_raft_types!(
     /// The type configuration of a Strata-backed key-value node.
     pub TypeConfig:
-        D = Request,
-        R = Response,
+        D = Proposal,
+        R = Vec<Response>,
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,

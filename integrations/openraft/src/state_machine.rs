@@ -5,8 +5,16 @@
 //! membership change together), not synced: the log it comes from is durable already
 //! (RS1). A snapshot is read from a Strata snapshot (RS3) and kept, whole, under
 //! `a/snapshot`, so `get_current_snapshot` answers after a restart too.
+//!
+//! Sessions (RS5): each client's last applied write and its response live under `c/`,
+//! with an age index under `e/` (by the log index of that write) and their count under
+//! `a/sessions`, all written in the same batch as the writes they describe, so a crash
+//! keeps a write and its session together or neither. Everything here is a function of
+//! the log alone (the age is a log index, never a clock), so every replica keeps and
+//! forgets the same sessions.
 
-use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::io::Cursor;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,7 +28,29 @@ use serde::{Deserialize, Serialize};
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::error::{self, BadRecord};
-use crate::{Request, Response, TypeConfig, keys};
+use crate::{Proposal, Request, Response, TypeConfig, keys};
+
+/// The most client sessions a state machine remembers (RS5); past it, the session idle
+/// longest is forgotten.
+pub const MAX_SESSIONS: u64 = 100_000;
+
+/// A session as `c/<client>` keeps it: the client's last applied write and its answer.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct SessionRecord {
+    seq: u64,
+    /// The log index of the entry that carried the write (its key in the age index).
+    index: u64,
+    response: Response,
+}
+
+/// A session a group of entries wrote to.
+#[derive(Debug)]
+struct Touched {
+    /// The log index its stored record has (`None`: a new session).
+    stored_at: Option<u64>,
+    record: Option<SessionRecord>,
+    changed: bool,
+}
 
 /// The last applied log id and membership.
 type Applied = (Option<LogId<u64>>, StoredMembership<u64, BasicNode>);
@@ -32,10 +62,13 @@ struct StoredSnapshot {
     data: Vec<u8>,
 }
 
-/// A snapshot's data: every key and value of the state machine, in key order.
+/// A snapshot's data: every key and value of the state machine, in key order, and the
+/// sessions (RS5).
 #[derive(Debug, Serialize, Deserialize)]
 struct SnapshotData {
     kv: Vec<(String, String)>,
+    #[serde(default)]
+    sessions: Vec<(u64, SessionRecord)>,
 }
 
 /// openraft's state machine over a Strata database: a map from string keys to string
@@ -45,6 +78,8 @@ pub struct StrataStateMachine {
     db: Arc<Db>,
     /// Snapshots built by this process, for their ids.
     built: Arc<AtomicU64>,
+    /// The most sessions kept (RS5).
+    session_limit: u64,
 }
 
 /// Builds a snapshot from a Strata snapshot of the state machine (RS3).
@@ -59,7 +94,159 @@ impl StrataStateMachine {
         StrataStateMachine {
             db,
             built: Arc::new(AtomicU64::new(0)),
+            session_limit: MAX_SESSIONS,
         }
+    }
+
+    /// The same, remembering at most `limit` sessions instead of [`MAX_SESSIONS`]. Every
+    /// replica of a cluster must use the same limit (RS5: they must forget alike).
+    pub fn with_session_limit(mut self, limit: u64) -> Self {
+        self.session_limit = limit.max(1);
+        self
+    }
+
+    /// The session of `client` as the state machine holds it now.
+    fn read_session(&self, client: u64) -> Result<Option<SessionRecord>, StorageError<u64>> {
+        self.read_meta(&keys::session(client), &ReadOptions::default())
+    }
+
+    /// Applies `request` into `batch`; `written` holds what this group wrote so far (the
+    /// previous value a later write must see).
+    fn apply_request(
+        &self,
+        batch: &mut WriteBatch,
+        written: &mut HashMap<String, Option<String>>,
+        request: Request,
+    ) -> Result<Response, StorageError<u64>> {
+        let previous = match written.get(request.key()) {
+            Some(v) => v.clone(),
+            None => self.get(request.key())?,
+        };
+        match request {
+            Request::Set { key, value } => {
+                batch.put(keys::data(&key), value.as_bytes());
+                written.insert(key, Some(value));
+            }
+            Request::Delete { key } => {
+                batch.delete(keys::data(&key));
+                written.insert(key, None);
+            }
+        }
+        Ok(Response {
+            previous,
+            duplicate: false,
+        })
+    }
+
+    /// Applies a proposal's writes into `batch`, each session's at most once (RS5).
+    fn apply_proposal(
+        &self,
+        index: u64,
+        proposal: Proposal,
+        batch: &mut WriteBatch,
+        written: &mut HashMap<String, Option<String>>,
+        touched: &mut HashMap<u64, Touched>,
+    ) -> Result<Vec<Response>, StorageError<u64>> {
+        let mut answers = Vec::with_capacity(proposal.writes.len());
+        for write in proposal.writes {
+            let Some(session) = write.session else {
+                answers.push(self.apply_request(batch, written, write.request)?);
+                continue;
+            };
+            let t = match touched.entry(session.client) {
+                Entry::Occupied(o) => o.into_mut(),
+                Entry::Vacant(v) => {
+                    let record = self.read_session(session.client)?;
+                    v.insert(Touched {
+                        stored_at: record.as_ref().map(|r| r.index),
+                        record,
+                        changed: false,
+                    })
+                }
+            };
+            if let Some(r) = &t.record
+                && session.seq <= r.seq
+            {
+                // A resend: its first application's answer, or, for a write older than
+                // the last one, only that it was applied.
+                answers.push(Response {
+                    previous: if session.seq == r.seq {
+                        r.response.previous.clone()
+                    } else {
+                        None
+                    },
+                    duplicate: true,
+                });
+                continue;
+            }
+            let response = self.apply_request(batch, written, write.request)?;
+            t.record = Some(SessionRecord {
+                seq: session.seq,
+                index,
+                response: response.clone(),
+            });
+            t.changed = true;
+            answers.push(response);
+        }
+        Ok(answers)
+    }
+
+    /// Writes the sessions a group changed into `batch`, and forgets the ones idle
+    /// longest past the limit (RS5).
+    fn record_sessions(
+        &self,
+        touched: HashMap<u64, Touched>,
+        batch: &mut WriteBatch,
+    ) -> Result<(), StorageError<u64>> {
+        if !touched.values().any(|t| t.changed) {
+            return Ok(());
+        }
+        let ro = ReadOptions::default();
+        let mut count = self
+            .read_meta::<u64>(keys::SESSION_COUNT, &ro)?
+            .unwrap_or(0);
+        // Age keys this batch deletes: the scan below reads the database before it.
+        let mut moved = HashSet::new();
+        for (client, t) in touched {
+            let Some(record) = t.record.filter(|_| t.changed) else {
+                continue;
+            };
+            match t.stored_at {
+                Some(at) => {
+                    batch.delete(keys::session_age(at, client));
+                    moved.insert(keys::session_age(at, client));
+                }
+                None => count += 1,
+            }
+            batch.put(keys::session_age(record.index, client), b"");
+            Self::put_meta(batch, &keys::session(client), &record)?;
+        }
+        if count > self.session_limit {
+            let oldest = self.db.range_opt(
+                keys::SESSION_AGE.to_vec()..keys::SESSION_AGE_END.to_vec(),
+                false,
+                &ro,
+            );
+            for entry in oldest {
+                if count <= self.session_limit {
+                    break;
+                }
+                let (k, _) = entry.map_err(|e| error::read_sm(&e))?;
+                if moved.contains(k.as_slice()) {
+                    continue;
+                }
+                let client = keys::session_age_client(&k).ok_or_else(|| {
+                    error::read_sm(&BadRecord(format!(
+                        "{} is not a session age key",
+                        k.escape_ascii()
+                    )))
+                })?;
+                batch.delete(&k);
+                batch.delete(keys::session(client));
+                count -= 1;
+            }
+        }
+        Self::put_meta(batch, keys::SESSION_COUNT, &count)
     }
 
     /// The value of `key` as the state machine holds it now (a local read: it may lag the
@@ -134,7 +321,23 @@ impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
             let key = text(k[keys::DATA.len()..].to_vec())?;
             kv.push((key, text(v)?));
         }
-        let data = error::encode(&SnapshotData { kv }).map_err(|e| error::read_sm(&e))?;
+        let mut sessions = Vec::new();
+        for entry in m.db.range_opt(
+            keys::SESSION.to_vec()..keys::SESSION_END.to_vec(),
+            false,
+            &ro,
+        ) {
+            let (k, v) = entry.map_err(|e| error::read_sm(&e))?;
+            let client = keys::session_client(&k).ok_or_else(|| {
+                error::read_sm(&BadRecord(format!(
+                    "{} is not a session key",
+                    k.escape_ascii()
+                )))
+            })?;
+            let record: SessionRecord = error::decode(&k, &v).map_err(|e| error::read_sm(&e))?;
+            sessions.push((client, record));
+        }
+        let data = error::encode(&SnapshotData { kv, sessions }).map_err(|e| error::read_sm(&e))?;
         let n = m.built.fetch_add(1, Ordering::Relaxed) + 1;
         let snapshot_id = match applied {
             Some(id) => format!("{}-{}-{n}", id.leader_id.term, id.index),
@@ -178,51 +381,40 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
         self.applied_as_of(&ReadOptions::default())
     }
 
-    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Response>, StorageError<u64>>
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Vec<Response>>, StorageError<u64>>
     where
         I: IntoIterator<Item = openraft::Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
         let mut batch = WriteBatch::new();
         let mut responses = Vec::new();
-        // What this group wrote so far: the previous value a later entry must see.
+        // What this group wrote so far: the previous value a later write must see.
         let mut written: HashMap<String, Option<String>> = HashMap::new();
+        let mut touched: HashMap<u64, Touched> = HashMap::new();
         let mut last = None;
         for entry in entries {
             let id = *entry.get_log_id();
             last = Some(id);
             match entry.payload {
-                EntryPayload::Blank => responses.push(Response::default()),
-                EntryPayload::Normal(request) => {
-                    let key = match &request {
-                        Request::Set { key, .. } | Request::Delete { key } => key.clone(),
-                    };
-                    let previous = match written.get(&key) {
-                        Some(v) => v.clone(),
-                        None => self.get(&key)?,
-                    };
-                    match request {
-                        Request::Set { value, .. } => {
-                            batch.put(keys::data(&key), value.as_bytes());
-                            written.insert(key, Some(value));
-                        }
-                        Request::Delete { .. } => {
-                            batch.delete(keys::data(&key));
-                            written.insert(key, None);
-                        }
-                    }
-                    responses.push(Response { previous });
-                }
+                EntryPayload::Blank => responses.push(Vec::new()),
+                EntryPayload::Normal(proposal) => responses.push(self.apply_proposal(
+                    id.index,
+                    proposal,
+                    &mut batch,
+                    &mut written,
+                    &mut touched,
+                )?),
                 EntryPayload::Membership(m) => {
                     Self::put_meta(
                         &mut batch,
                         keys::MEMBERSHIP,
                         &StoredMembership::new(Some(id), m),
                     )?;
-                    responses.push(Response::default());
+                    responses.push(Vec::new());
                 }
             }
         }
+        self.record_sessions(touched, &mut batch)?;
         if let Some(id) = last {
             Self::put_meta(&mut batch, keys::APPLIED, &id)?;
         }
@@ -258,6 +450,17 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
         for (k, v) in &decoded.kv {
             batch.put(keys::data(k), v.as_bytes());
         }
+        batch.delete_range(keys::SESSION, keys::SESSION_END);
+        batch.delete_range(keys::SESSION_AGE, keys::SESSION_AGE_END);
+        for (client, record) in &decoded.sessions {
+            batch.put(keys::session_age(record.index, *client), b"");
+            Self::put_meta(&mut batch, &keys::session(*client), record)?;
+        }
+        Self::put_meta(
+            &mut batch,
+            keys::SESSION_COUNT,
+            &(decoded.sessions.len() as u64),
+        )?;
         if let Some(id) = &meta.last_log_id {
             Self::put_meta(&mut batch, keys::APPLIED, id)?;
         } else {

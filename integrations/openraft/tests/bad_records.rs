@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use openraft::storage::{RaftLogReader, RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine};
 use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, SnapshotMeta};
-use strata_openraft::{Request, StrataLogStore, StrataStateMachine, TypeConfig, keys};
+use strata_openraft::{
+    Proposal, Request, StrataLogStore, StrataStateMachine, TypeConfig, Write, keys,
+};
 
 fn db(dir: &std::path::Path) -> Arc<strata::Db> {
     Arc::new(
@@ -27,9 +29,14 @@ fn db(dir: &std::path::Path) -> Arc<strata::Db> {
 fn entry(index: u64, key: &str) -> Entry<TypeConfig> {
     Entry {
         log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
-        payload: EntryPayload::Normal(Request::Set {
-            key: key.into(),
-            value: "v".into(),
+        payload: EntryPayload::Normal(Proposal {
+            writes: vec![Write {
+                session: None,
+                request: Request::Set {
+                    key: key.into(),
+                    value: "v".into(),
+                },
+            }],
         }),
     }
 }
