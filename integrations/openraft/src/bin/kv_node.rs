@@ -37,6 +37,10 @@ struct Args {
     /// Milliseconds between a leader's heartbeats.
     #[arg(long, default_value_t = 150)]
     heartbeat_ms: u64,
+    /// Build a snapshot after this many log entries since the last one (an entry carries
+    /// a batch of writes).
+    #[arg(long, default_value_t = 1000)]
+    snapshot_every: u64,
 }
 
 fn parse_peer(s: &str) -> Result<(u64, String), String> {
@@ -53,8 +57,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         heartbeat_interval: args.heartbeat_ms,
         election_timeout_min: 4 * args.heartbeat_ms,
         election_timeout_max: 8 * args.heartbeat_ms,
-        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(1000),
-        max_in_snapshot_log_to_keep: 200,
+        snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(args.snapshot_every),
+        max_in_snapshot_log_to_keep: (args.snapshot_every / 5).max(1),
         ..Default::default()
     };
     let listener = tokio::net::TcpListener::bind(&args.addr).await?;
