@@ -22,20 +22,20 @@
 //! number), and resends a write whose answer it did not get with the same session:
 //! the state machine applies it once (RS5).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
 use openraft::error::{
-    CheckIsLeaderError, ClientWriteError, InstallSnapshotError, NetworkError, RPCError, RaftError,
-    RemoteError, Unreachable,
+    ChangeMembershipError, CheckIsLeaderError, ClientWriteError, InstallSnapshotError,
+    NetworkError, RPCError, RaftError, RemoteError, Unreachable,
 };
 use openraft::network::{RPCOption, RaftNetwork, RaftNetworkFactory};
 use openraft::raft::{
     AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
     VoteRequest, VoteResponse,
 };
-use openraft::{BasicNode, Raft};
+use openraft::{BasicNode, ChangeMembers, Raft};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -75,8 +75,22 @@ pub enum Call {
     Write(Write),
     /// A client's linearizable read of a key.
     Read(String),
-    /// The node's own view, for tests and operators: its leader and last applied index.
+    /// The node's own view, for tests and operators: its leader, last applied index and
+    /// the membership it knows.
     Status,
+    /// Administration, through the leader: add node `id`, serving at `addr`, as a learner
+    /// (it receives the log but does not vote); answered once it has caught up.
+    AddLearner {
+        /// The new node's id (never one a removed node had: its vote is gone with it).
+        id: u64,
+        /// Where it serves.
+        addr: String,
+    },
+    /// Administration, through the leader: make these learners voters.
+    Promote(BTreeSet<u64>),
+    /// Administration, through the leader: remove these nodes (voters or learners) from
+    /// the cluster.
+    Remove(BTreeSet<u64>),
 }
 
 /// Why a client's request did not complete.
@@ -97,6 +111,15 @@ pub struct Status {
     pub leader: Option<u64>,
     /// The index of the last entry applied to its state machine.
     pub applied: Option<u64>,
+    /// The voters of the membership it knows (both configurations' during a change).
+    #[serde(default)]
+    pub voters: BTreeSet<u64>,
+    /// The learners of that membership.
+    #[serde(default)]
+    pub learners: BTreeSet<u64>,
+    /// Every member's address.
+    #[serde(default)]
+    pub nodes: BTreeMap<u64, String>,
 }
 
 /// What a node answers.
@@ -114,6 +137,9 @@ pub enum Answer {
     Read(Result<Option<String>, ClientError>),
     /// To [`Call::Status`].
     Status(Status),
+    /// To [`Call::AddLearner`], [`Call::Promote`] and [`Call::Remove`]: the leader's view
+    /// once the change is committed.
+    Admin(Result<Status, ClientError>),
 }
 
 /// Writes `value` as one frame.
@@ -306,11 +332,14 @@ pub async fn serve<M: KvMachine>(
     let proposer = tokio::spawn(propose(raft.clone(), waiting));
     // The proposer ends when the queue's last sender (this loop's) goes.
     let _proposer = AbortOnDrop(proposer);
+    // Connections end with the server (a node shut down in a process that goes on).
+    let mut connections = tokio::task::JoinSet::new();
     loop {
         let (mut stream, _) = listener.accept().await?;
         stream.set_nodelay(true)?;
+        while connections.try_join_next().is_some() {}
         let (raft, sm, writes) = (raft.clone(), sm.clone(), writes.clone());
-        tokio::spawn(async move {
+        connections.spawn(async move {
             // A connection ends at its first bad frame or write error.
             while let Ok(Some(call)) = receive::<Call>(&mut stream).await {
                 let answer = answer(&raft, &sm, &writes, call).await;
@@ -426,13 +455,103 @@ async fn answer<M: KvMachine>(
             }
             Err(e) => Err(ClientError::Other(e.to_string())),
         }),
-        Call::Status => {
-            let m = raft.metrics().borrow().clone();
-            Answer::Status(Status {
-                leader: m.current_leader,
-                applied: m.last_applied.map(|id| id.index),
-            })
+        Call::Status => Answer::Status(status(raft)),
+        Call::AddLearner { id, addr } => Answer::Admin(
+            admin(
+                raft,
+                raft.add_learner(id, BasicNode { addr }, true)
+                    .await
+                    .map(|_| ()),
+            )
+            .await,
+        ),
+        Call::Promote(ids) => {
+            Answer::Admin(admin(raft, change(raft, ChangeMembers::AddVoterIds(ids)).await).await)
         }
+        Call::Remove(ids) => Answer::Admin(remove(raft, ids).await),
+    }
+}
+
+/// The node's view of itself and its cluster.
+fn status(raft: &KvRaft) -> Status {
+    let m = raft.metrics().borrow().clone();
+    let membership = m.membership_config.membership();
+    Status {
+        leader: m.current_leader,
+        applied: m.last_applied.map(|id| id.index),
+        voters: membership.voter_ids().collect(),
+        learners: membership.learner_ids().collect(),
+        nodes: membership
+            .nodes()
+            .map(|(id, n)| (*id, n.addr.clone()))
+            .collect(),
+    }
+}
+
+/// Removes `ids`: voters leave with their place (`retain` false), then learners.
+async fn remove(raft: &KvRaft, ids: BTreeSet<u64>) -> Result<Status, ClientError> {
+    let known = status(raft);
+    if let Some(stranger) = ids
+        .iter()
+        .find(|id| !known.voters.contains(id) && !known.learners.contains(id))
+    {
+        return Err(ClientError::Invalid(format!(
+            "node {stranger} is not a member"
+        )));
+    }
+    let voters: BTreeSet<u64> = ids.intersection(&known.voters).copied().collect();
+    if !voters.is_empty() {
+        admin(
+            raft,
+            change(raft, ChangeMembers::RemoveVoters(voters)).await,
+        )
+        .await?;
+    }
+    let learners: BTreeSet<u64> = ids.intersection(&status(raft).learners).copied().collect();
+    if learners.is_empty() {
+        return Ok(status(raft));
+    }
+    admin(
+        raft,
+        change(raft, ChangeMembers::RemoveNodes(learners)).await,
+    )
+    .await
+}
+
+/// Commits a membership change (nodes removed leave the cluster: `retain` false). While
+/// an earlier change is still being committed (its second, uniform configuration after
+/// a leader change, say) it waits, up to ten seconds.
+async fn change(
+    raft: &KvRaft,
+    changes: ChangeMembers<u64, BasicNode>,
+) -> Result<(), RaftError<u64, ClientWriteError<u64, BasicNode>>> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match raft.change_membership(changes.clone(), false).await {
+            Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(
+                ChangeMembershipError::InProgress(_),
+            ))) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            outcome => return outcome.map(|_| ()),
+        }
+    }
+}
+
+/// The answer to a membership change that ended with `outcome`.
+async fn admin(
+    raft: &KvRaft,
+    outcome: Result<(), RaftError<u64, ClientWriteError<u64, BasicNode>>>,
+) -> Result<Status, ClientError> {
+    match outcome {
+        Ok(()) => Ok(status(raft)),
+        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
+            Err(ClientError::ForwardToLeader(f.leader_id))
+        }
+        Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e))) => {
+            Err(ClientError::Invalid(e.to_string()))
+        }
+        Err(e) => Err(ClientError::Other(e.to_string())),
     }
 }
 
@@ -523,7 +642,6 @@ impl Client {
         message: &Call,
         attempts: usize,
     ) -> Result<Answer, CallError> {
-        let ids: Vec<u64> = self.nodes.keys().copied().collect();
         let mut last = String::from("no attempt");
         let mut maybe_done = false;
         // A write with a session applies once however often it is sent (RS5): one that
@@ -537,6 +655,7 @@ impl Client {
         );
         for attempt in 0..attempts {
             let id = self.leader;
+            let ids: Vec<u64> = self.nodes.keys().copied().collect();
             match self.ask(id, message).await {
                 Ok(Answer::Write(Err(ClientError::Other(e)))) if resend_safe => {
                     maybe_done = true;
@@ -544,8 +663,20 @@ impl Client {
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Ok(Answer::Write(Err(ClientError::ForwardToLeader(l))))
-                | Ok(Answer::Read(Err(ClientError::ForwardToLeader(l)))) => {
+                | Ok(Answer::Read(Err(ClientError::ForwardToLeader(l))))
+                | Ok(Answer::Admin(Err(ClientError::ForwardToLeader(l)))) => {
                     last = format!("node {id} forwards to {l:?}");
+                    // A leader this client has no address for: the node knows it.
+                    if let Some(l) = l
+                        && !self.nodes.contains_key(&l)
+                        && let Some(s) = self.status(id).await
+                    {
+                        for (n, addr) in s.nodes {
+                            if !self.nodes.contains_key(&n) {
+                                self.know(n, addr);
+                            }
+                        }
+                    }
                     self.leader = match l {
                         Some(l) if l != id => l,
                         _ => next(&ids, id),
@@ -626,6 +757,43 @@ impl Client {
         {
             Answer::Read(Ok(v)) => Ok(v),
             Answer::Read(Err(e)) => Err(CallError::Refused(format!("{e:?}"))),
+            other => Err(CallError::Refused(format!("unexpected answer {other:?}"))),
+        }
+    }
+
+    /// Makes node `id` at `addr` one this client may send to (a node added since it was
+    /// made).
+    pub fn know(&mut self, id: u64, addr: String) {
+        self.streams.entry(id).or_default();
+        self.nodes.insert(id, addr);
+    }
+
+    /// Adds node `id` (serving at `addr`) as a learner, through the leader; answers once
+    /// it has caught up. The client knows it from then on.
+    pub async fn add_learner(&mut self, id: u64, addr: &str) -> Result<Status, CallError> {
+        self.know(id, addr.to_string());
+        self.admin(&Call::AddLearner {
+            id,
+            addr: addr.to_string(),
+        })
+        .await
+    }
+
+    /// Makes learners voters, through the leader.
+    pub async fn promote(&mut self, ids: BTreeSet<u64>) -> Result<Status, CallError> {
+        self.admin(&Call::Promote(ids)).await
+    }
+
+    /// Removes nodes (voters or learners) from the cluster, through the leader.
+    pub async fn remove(&mut self, ids: BTreeSet<u64>) -> Result<Status, CallError> {
+        self.admin(&Call::Remove(ids)).await
+    }
+
+    async fn admin(&mut self, call: &Call) -> Result<Status, CallError> {
+        match self.send_to_leader(call, 40).await? {
+            Answer::Admin(Ok(s)) => Ok(s),
+            Answer::Admin(Err(ClientError::Invalid(e))) => Err(CallError::Refused(e)),
+            Answer::Admin(Err(e)) => Err(CallError::Unknown(format!("{e:?}"))),
             other => Err(CallError::Refused(format!("unexpected answer {other:?}"))),
         }
     }

@@ -259,3 +259,73 @@ async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
         );
     }
 }
+
+/// Runs `strata-kv-node ARGS` (an administration command) and returns its output.
+fn admin(args: &[&str]) -> std::process::Output {
+    Command::new(NODE).args(args).output().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_adds_promotes_and_removes_a_node() {
+    let root = tempfile::tempdir().unwrap();
+    let mut nodes: Vec<Node> = (1..=4)
+        .map(|id| Node {
+            id,
+            addr: free_addr(),
+            dir: root.path().join(format!("node{id}")),
+            child: None,
+        })
+        .collect();
+    let first: BTreeMap<u64, String> = nodes[..3].iter().map(|n| (n.id, n.addr.clone())).collect();
+    for n in &mut nodes[..3] {
+        let init = n.id == 1;
+        n.start(&first, init);
+    }
+    // Node 4 starts with no peers: it waits to be added.
+    nodes[3].start(&BTreeMap::new(), false);
+    let mut probe = Client::new(first.clone());
+    agreed_leader(&mut probe, &[1, 2, 3], Duration::from_secs(20))
+        .await
+        .expect("no leader elected in 20 s");
+    probe
+        .write(Request::Set {
+            key: "k".into(),
+            value: "before".into(),
+        })
+        .await
+        .unwrap();
+
+    let peer = format!("2={}", first[&2]);
+    let four = nodes[3].addr.clone();
+    let out = admin(&["add-learner", "--peer", &peer, "--id", "4", "--addr", &four]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("learners 4"), "{text}");
+    let out = admin(&["promote", "--peer", &peer, "--id", "4"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    assert!(text.contains("voters 1 2 3 4"), "{text}");
+
+    // Refused, with a reason and status 1: promoting a stranger.
+    let out = admin(&["promote", "--peer", &peer, "--id", "9"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).starts_with("strata-kv-node: refused"),
+        "{out:?}"
+    );
+
+    let out = admin(&["remove", "--peer", &peer, "--id", "1"]);
+    assert!(out.status.success(), "{out:?}");
+    let out = admin(&["members", "--peer", &peer]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("voters 2 3 4"), "{text}");
+    assert!(text.contains(&format!("node 4 {four}")), "{text}");
+
+    // The new voter has the data written before it joined.
+    let mut all = first.clone();
+    all.insert(4, four);
+    let mut c = Client::new(all);
+    assert_eq!(c.read("k").await.unwrap().as_deref(), Some("before"));
+    let s = c.status(4).await.unwrap();
+    assert!(s.voters.contains(&4), "{s:?}");
+}
