@@ -596,6 +596,11 @@ pub struct Client {
     seq: u64,
 }
 
+/// How long a client keeps looking for a leader that answers a write or a read (an
+/// election takes about a second with the default timeouts); a membership change gets
+/// three times as long.
+const PATIENCE: Duration = Duration::from_secs(10);
+
 /// Why a client's call failed for good.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CallError {
@@ -640,8 +645,12 @@ impl Client {
     async fn send_to_leader(
         &mut self,
         message: &Call,
-        attempts: usize,
+        patience: Duration,
     ) -> Result<Answer, CallError> {
+        let deadline = std::time::Instant::now() + patience;
+        // Nodes that did not answer in this call: a forward to one waits a little (an
+        // election may be under way).
+        let mut unreachable = BTreeSet::new();
         let mut last = String::from("no attempt");
         let mut maybe_done = false;
         // A write with a session applies once however often it is sent (RS5): one that
@@ -653,7 +662,10 @@ impl Client {
                 ..
             })
         );
-        for attempt in 0..attempts {
+        for attempt in 0usize.. {
+            if attempt > 0 && std::time::Instant::now() >= deadline {
+                break;
+            }
             let id = self.leader;
             let ids: Vec<u64> = self.nodes.keys().copied().collect();
             match self.ask(id, message).await {
@@ -678,10 +690,10 @@ impl Client {
                         }
                     }
                     self.leader = match l {
-                        Some(l) if l != id => l,
+                        Some(l) if l != id && !unreachable.contains(&l) => l,
                         _ => next(&ids, id),
                     };
-                    if l.is_none() || l == Some(id) {
+                    if l.is_none() || l == Some(id) || l.is_some_and(|l| unreachable.contains(&l)) {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
@@ -690,6 +702,7 @@ impl Client {
                     // The request may have reached the node before it stopped answering.
                     maybe_done = true;
                     last = format!("node {id}: {e}");
+                    unreachable.insert(id);
                     self.leader = next(&ids, id);
                     if attempt + 1 >= ids.len() {
                         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -739,7 +752,10 @@ impl Client {
 
     /// Sends `write` as it is, session and all (a tool may resend another client's).
     pub async fn submit(&mut self, write: &Write) -> Result<Response, CallError> {
-        match self.send_to_leader(&Call::Write(write.clone()), 20).await? {
+        match self
+            .send_to_leader(&Call::Write(write.clone()), PATIENCE)
+            .await?
+        {
             Answer::Write(Ok(r)) => Ok(r),
             Answer::Write(Err(ClientError::Invalid(e))) => Err(CallError::Refused(e)),
             // Not ForwardToLeader (handled above): the write did not commit here, but a
@@ -752,7 +768,7 @@ impl Client {
     /// A linearizable read through the leader.
     pub async fn read(&mut self, key: &str) -> Result<Option<String>, CallError> {
         match self
-            .send_to_leader(&Call::Read(key.to_string()), 20)
+            .send_to_leader(&Call::Read(key.to_string()), PATIENCE)
             .await?
         {
             Answer::Read(Ok(v)) => Ok(v),
@@ -790,7 +806,7 @@ impl Client {
     }
 
     async fn admin(&mut self, call: &Call) -> Result<Status, CallError> {
-        match self.send_to_leader(call, 40).await? {
+        match self.send_to_leader(call, 3 * PATIENCE).await? {
             Answer::Admin(Ok(s)) => Ok(s),
             Answer::Admin(Err(ClientError::Invalid(e))) => Err(CallError::Refused(e)),
             Answer::Admin(Err(e)) => Err(CallError::Unknown(format!("{e:?}"))),
