@@ -132,11 +132,20 @@ openraft::declare_raft_types!(
 pub fn open(
     path: impl AsRef<std::path::Path>,
 ) -> strata::Result<(StrataLogStore<TypeConfig>, StrataStateMachine)> {
+    open_with(path, strata::Options::default())
+}
+
+/// The same with `options` (its filesystem, say: the power-cut test gives each node a
+/// `strata::env::CrashEnv`); `create_if_missing` is set.
+pub fn open_with(
+    path: impl AsRef<std::path::Path>,
+    options: strata::Options,
+) -> strata::Result<(StrataLogStore<TypeConfig>, StrataStateMachine)> {
     let db = std::sync::Arc::new(strata::Db::open(
         path.as_ref(),
         strata::Options {
             create_if_missing: true,
-            ..strata::Options::default()
+            ..options
         },
     )?);
     Ok((
