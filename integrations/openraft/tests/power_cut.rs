@@ -106,7 +106,7 @@ async fn client(
         n += 1;
         let key = KEYS[(n as usize * 7 + me) % KEYS.len()];
         let invoke = now();
-        let op = if n % 3 != 0 {
+        let op = if !n.is_multiple_of(3) {
             let value = format!("c{me}-{n}");
             let ret = match c
                 .write(Request::Set {
