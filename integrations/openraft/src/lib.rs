@@ -27,6 +27,9 @@
 //!   forgetting the one idle longest (by the log index of its last write, so every
 //!   replica forgets the same one); a client forgotten and then resending its last write
 //!   would apply it again.
+//! - RS6 client writes are batched: a leader proposes everything waiting as one entry (a
+//!   [`Proposal`]) whenever fewer than [`service::MAX_IN_FLIGHT`] proposals are in flight;
+//!   an entry's writes apply atomically and in order (`service`).
 //!
 //! The storage calls block their task for the length of a Strata call (an `fdatasync`
 //! for the durable ones), as openraft's own RocksDB store does.

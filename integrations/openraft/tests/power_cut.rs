@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use common::linearizable::{Kind, Op, linearizable};
 use openraft::BasicNode;
 use strata::testing::{CrashEnv, Damage};
-use strata_openraft::service::{CallError, Client, KvRaft};
+use strata_openraft::service::{Client, KvRaft};
 use strata_openraft::{Request, StrataStateMachine};
 
 const KEYS: [&str; 3] = ["x", "y", "z"];
@@ -31,7 +31,8 @@ const DIR: &str = "/kv";
 
 struct Node {
     raft: KvRaft,
-    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    /// `None` once stopped.
+    server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     sm: StrataStateMachine,
 }
 
@@ -47,12 +48,32 @@ fn config() -> openraft::Config {
     }
 }
 
+/// A free port below the range the system picks outgoing connections' ports from, so no
+/// connection takes it while a node restarts on it.
+fn fresh_port() -> String {
+    static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    loop {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = 20_000 + (std::process::id() * 97 + n) % 12_000;
+        let addr = format!("127.0.0.1:{port}");
+        if std::net::TcpListener::bind(&addr).is_ok() {
+            return addr;
+        }
+    }
+}
+
 /// A listener on `addr`, which an earlier node of the same id may just have closed.
-fn listen(addr: &str) -> tokio::net::TcpListener {
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.set_reuseaddr(true).unwrap();
-    socket.bind(addr.parse().unwrap()).unwrap();
-    socket.listen(64).unwrap()
+async fn listen(addr: &str) -> tokio::net::TcpListener {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.set_reuseaddr(true).unwrap();
+        match socket.bind(addr.parse().unwrap()) {
+            Ok(()) => return socket.listen(64).unwrap(),
+            Err(e) => assert!(Instant::now() < deadline, "cannot listen on {addr}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 async fn start(id: u64, addr: &str, env: &Arc<CrashEnv>) -> Node {
@@ -65,17 +86,28 @@ async fn start(id: u64, addr: &str, env: &Arc<CrashEnv>) -> Node {
     )
     .unwrap();
     let (raft, server) =
-        strata_openraft::service::start_with(id, config(), listen(addr), log, sm.clone())
+        strata_openraft::service::start_with(id, config(), listen(addr).await, log, sm.clone())
             .await
             .unwrap();
-    Node { raft, server, sm }
+    Node {
+        raft,
+        server: Some(server),
+        sm,
+    }
 }
 
 async fn stop(nodes: BTreeMap<u64, Node>) {
-    for (_, n) in nodes {
+    for (_, mut n) in nodes {
         n.raft.shutdown().await.unwrap();
-        n.server.abort();
-        let _ = n.server.await;
+        stop_serving(&mut n).await;
+    }
+}
+
+/// Stops a node's server and every connection it serves.
+async fn stop_serving(n: &mut Node) {
+    if let Some(server) = n.server.take() {
+        server.abort();
+        let _ = server.await;
     }
 }
 
@@ -106,40 +138,50 @@ async fn client(
         n += 1;
         let key = KEYS[(n as usize * 7 + me) % KEYS.len()];
         let invoke = now();
-        let op = if !n.is_multiple_of(3) {
+        if !n.is_multiple_of(3) {
+            // Recorded before it is sent, as unknown: the client may be stopped mid-call
+            // by the cut, and the write may have taken effect.
             let value = format!("c{me}-{n}");
-            let ret = match c
+            let at = {
+                let mut h = history.lock().unwrap();
+                let list = h.entry(key.into()).or_default();
+                list.push(Op {
+                    invoke,
+                    ret: None,
+                    kind: Kind::Write(value.clone()),
+                });
+                list.len() - 1
+            };
+            let result = c
                 .write(Request::Set {
                     key: key.into(),
-                    value: value.clone(),
+                    value,
                 })
-                .await
-            {
-                Ok(_) => Some(now()),
-                Err(CallError::Unknown(_)) => None,
-                Err(CallError::Refused(_)) => continue,
-            };
-            Op {
+                .await;
+            if result.is_ok() {
+                let ret = Some(now());
+                if let Some(op) = history
+                    .lock()
+                    .unwrap()
+                    .get_mut(key)
+                    .and_then(|l| l.get_mut(at))
+                {
+                    op.ret = ret;
+                }
+            }
+        } else if let Ok(seen) = c.read(key).await {
+            let op = Op {
                 invoke,
-                ret,
-                kind: Kind::Write(value),
-            }
-        } else {
-            match c.read(key).await {
-                Ok(seen) => Op {
-                    invoke,
-                    ret: Some(now()),
-                    kind: Kind::Read(seen),
-                },
-                Err(_) => continue,
-            }
-        };
-        history
-            .lock()
-            .unwrap()
-            .entry(key.into())
-            .or_default()
-            .push(op);
+                ret: Some(now()),
+                kind: Kind::Read(seen),
+            };
+            history
+                .lock()
+                .unwrap()
+                .entry(key.into())
+                .or_default()
+                .push(op);
+        }
     }
 }
 
@@ -160,12 +202,7 @@ async fn writable(c: &mut Client, what: &str) {
 
 async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-    let addrs: BTreeMap<u64, String> = (1..=3u64)
-        .map(|id| {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            (id, l.local_addr().unwrap().to_string())
-        })
-        .collect();
+    let addrs: BTreeMap<u64, String> = (1..=3u64).map(|id| (id, fresh_port())).collect();
     let envs: BTreeMap<u64, Arc<CrashEnv>> = (1..=3u64)
         .map(|id| (id, Arc::new(CrashEnv::new())))
         .collect();
@@ -197,8 +234,16 @@ async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
         .collect();
     tokio::time::sleep(Duration::from_millis(50 + rng.below(250))).await;
 
-    // Every node loses power, as close to one instant as this process can make it.
+    // Every node loses power at one instant. The images are taken one after another, so
+    // first no node may hear from another (or from a client): the servers stop, and with
+    // them every connection. A node then only finishes on its own what it had begun, as
+    // a machine does until its power goes; had a node gone on hearing from the others, a
+    // later image would hold what an earlier one's node told it after its own image was
+    // taken, a state no power cut makes.
     let cut_at = start_at.elapsed().as_nanos() as u64;
+    for n in nodes.values_mut() {
+        stop_serving(n).await;
+    }
     let mut damages = [Damage::DropAll; 3];
     let mut images = BTreeMap::new();
     for (i, (&id, env)) in envs.iter().enumerate() {
@@ -206,9 +251,11 @@ async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
         damages[i] = damage;
         images.insert(id, Arc::new(env.crash(damage, seed * 3 + id)));
     }
+    // The clients' calls in flight are unknown: stop them where they are.
     stop_clients.store(true, Ordering::Relaxed);
     for c in clients {
-        c.await.unwrap();
+        c.abort();
+        let _ = c.await;
     }
     stop(nodes).await;
 
@@ -274,7 +321,7 @@ async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
         let values: Vec<Option<String>> = nodes.values().map(|n| n.sm.get(key).unwrap()).collect();
         assert!(
             values.windows(2).all(|w| w[0] == w[1]),
-            "seed {seed}: the nodes disagree on {key}: {values:?}"
+            "seed {seed} ({damages:?}): the nodes disagree on {key}: {values:?}"
         );
     }
     stop(nodes).await;
