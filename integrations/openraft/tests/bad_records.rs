@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::io::Cursor;
 use std::sync::Arc;
 
@@ -12,19 +14,6 @@ use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, SnapshotMeta};
 use strata_openraft::{
     Proposal, Request, StrataLogStore, StrataStateMachine, TypeConfig, Write, keys,
 };
-
-fn db(dir: &std::path::Path) -> Arc<strata::Db> {
-    Arc::new(
-        strata::Db::open(
-            dir,
-            strata::Options {
-                create_if_missing: true,
-                ..Default::default()
-            },
-        )
-        .unwrap(),
-    )
-}
 
 fn entry(index: u64, key: &str) -> Entry<TypeConfig> {
     Entry {
@@ -49,7 +38,7 @@ fn put_entry(db: &strata::Db, under: u64, e: &Entry<TypeConfig>) {
 #[tokio::test]
 async fn a_damaged_log_entry_is_an_error_not_a_value() {
     let dir = tempfile::tempdir().unwrap();
-    let db = db(dir.path());
+    let db = common::open_db(dir.path());
     let mut log = StrataLogStore::<TypeConfig>::new(Arc::clone(&db));
     for i in 1..=5 {
         put_entry(&db, i, &entry(i, "k"));
@@ -76,7 +65,7 @@ async fn a_damaged_log_entry_is_an_error_not_a_value() {
 #[tokio::test]
 async fn a_damaged_vote_or_purge_record_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let db = db(dir.path());
+    let db = common::open_db(dir.path());
     let mut log = StrataLogStore::<TypeConfig>::new(Arc::clone(&db));
     assert_eq!(log.read_vote().await.unwrap(), None);
     db.put(keys::VOTE, b"not json").unwrap();
@@ -88,7 +77,7 @@ async fn a_damaged_vote_or_purge_record_is_an_error() {
 #[tokio::test]
 async fn a_damaged_state_machine_record_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let db = db(dir.path());
+    let db = common::open_db(dir.path());
     let mut sm = StrataStateMachine::new(Arc::clone(&db));
     sm.apply([entry(1, "a"), entry(2, "b")]).await.unwrap();
     assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"));
@@ -115,7 +104,7 @@ async fn a_damaged_state_machine_record_is_an_error() {
 #[tokio::test]
 async fn a_damaged_snapshot_is_refused_and_changes_nothing() {
     let dir = tempfile::tempdir().unwrap();
-    let db = db(dir.path());
+    let db = common::open_db(dir.path());
     let mut sm = StrataStateMachine::new(Arc::clone(&db));
     sm.apply([entry(1, "a")]).await.unwrap();
     let meta = SnapshotMeta {

@@ -225,21 +225,9 @@ async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
 
     // Final reads through the leader close every key's history.
     let mut reader = Client::new(peers.clone());
-    for key in KEYS {
-        let invoke = start.elapsed().as_nanos() as u64;
-        let seen = reader.read(key).await.unwrap();
-        let ret = Some(start.elapsed().as_nanos() as u64);
-        history
-            .lock()
-            .unwrap()
-            .ops
-            .entry(key.into())
-            .or_default()
-            .push(Op {
-                invoke,
-                ret,
-                kind: Kind::Read(seen),
-            });
+    let reads = common::closing_reads(&mut reader, &KEYS, start).await;
+    for (key, op) in reads {
+        history.lock().unwrap().ops.entry(key).or_default().push(op);
     }
 
     let h = history.lock().unwrap();

@@ -21,21 +21,8 @@ use strata_openraft::{
     Proposal, Request, Response, Session, StrataStateMachine, TypeConfig, Write, keys,
 };
 
-fn open_db(dir: &std::path::Path) -> Arc<strata::Db> {
-    Arc::new(
-        strata::Db::open(
-            dir,
-            strata::Options {
-                create_if_missing: true,
-                ..Default::default()
-            },
-        )
-        .unwrap(),
-    )
-}
-
 fn machine(dir: &std::path::Path) -> StrataStateMachine {
-    StrataStateMachine::new(open_db(dir))
+    StrataStateMachine::new(common::open_db(dir))
 }
 
 fn set(client: u64, seq: u64, key: &str, value: &str) -> Write {
@@ -183,7 +170,7 @@ async fn sessions_survive_a_reopen_and_travel_in_snapshots() {
 #[tokio::test]
 async fn the_session_table_is_bounded_and_forgets_the_longest_idle() {
     let dir = tempfile::tempdir().unwrap();
-    let db = open_db(dir.path());
+    let db = common::open_db(dir.path());
     let mut sm = StrataStateMachine::new(Arc::clone(&db)).with_session_limit(3);
     for client in 1..=3u64 {
         sm.apply(vec![entry(client, vec![set(client, 1, "k", "v")])])
@@ -263,18 +250,6 @@ async fn cluster(root: &std::path::Path) -> (Vec<KvRaft>, BTreeMap<u64, String>)
     (rafts, peers)
 }
 
-/// A small deterministic generator (the test's choices, repeatable from its seed).
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn writes_resent_at_random_apply_once_on_a_cluster() {
     let root = tempfile::tempdir().unwrap();
@@ -295,7 +270,7 @@ async fn writes_resent_at_random_apply_once_on_a_cluster() {
             let (peers, history, resends) =
                 (peers.clone(), Arc::clone(&history), Arc::clone(&resends));
             tokio::spawn(async move {
-                let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (me + 1));
+                let mut rng = common::Rng(0x9E37_79B9_7F4A_7C15 ^ (me + 1));
                 let mut c = Client::new(peers.clone());
                 // A second connection under the same session: a resend racing the first.
                 let mut twin = Client::new(peers);

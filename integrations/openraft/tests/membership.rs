@@ -237,21 +237,8 @@ async fn the_cluster_grows_shrinks_and_replaces_a_lost_node_under_load() {
         c.await.unwrap();
     }
     let mut reader = Client::new(addrs.clone());
-    for key in KEYS {
-        let invoke = start_at.elapsed().as_nanos() as u64;
-        let seen = reader.read(key).await.unwrap();
-        let ret = Some(start_at.elapsed().as_nanos() as u64);
-        history
-            .lock()
-            .unwrap()
-            .ops
-            .entry(key.into())
-            .or_default()
-            .push(Op {
-                invoke,
-                ret,
-                kind: Kind::Read(seen),
-            });
+    for (key, op) in common::closing_reads(&mut reader, &KEYS, start_at).await {
+        history.lock().unwrap().ops.entry(key).or_default().push(op);
     }
 
     // Every voter applies what the leader has.

@@ -111,17 +111,6 @@ async fn stop_serving(n: &mut Node) {
     }
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
 /// One client's writes (unique values) and reads until `stop`, recorded.
 async fn client(
     me: usize,
@@ -201,7 +190,7 @@ async fn writable(c: &mut Client, what: &str) {
 }
 
 async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
-    let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+    let mut rng = common::Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let addrs: BTreeMap<u64, String> = (1..=3u64).map(|id| (id, fresh_port())).collect();
     let envs: BTreeMap<u64, Arc<CrashEnv>> = (1..=3u64)
         .map(|id| (id, Arc::new(CrashEnv::new())))
@@ -288,14 +277,8 @@ async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
     )
     .await;
     let recovered_in = after.elapsed();
-    for key in KEYS {
-        let invoke = start_at.elapsed().as_nanos() as u64;
-        let seen = reader.read(key).await.unwrap();
-        ops.entry(key.into()).or_default().push(Op {
-            invoke,
-            ret: Some(start_at.elapsed().as_nanos() as u64),
-            kind: Kind::Read(seen),
-        });
+    for (key, op) in common::closing_reads(&mut reader, &KEYS, start_at).await {
+        ops.entry(key).or_default().push(op);
     }
     for (key, list) in &ops {
         assert!(
