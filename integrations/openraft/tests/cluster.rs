@@ -1,9 +1,10 @@
 //! Three `strata-kv-node` processes on 127.0.0.1: clients write and read through the
-//! leader while the leader is killed (SIGKILL: no clean shutdown, no flush); a new leader
-//! must be elected, the killed node restarted from its Strata directory must catch up,
-//! and the whole history of the clients' operations must be linearizable (so no
-//! acknowledged write is lost, and no read sees the past). A bounded run: about half a
-//! minute.
+//! leader while the leader is killed ten times (SIGKILL: no clean shutdown, no flush) and
+//! paused three times (SIGSTOP, then SIGCONT once another node leads); each time a new
+//! leader must be elected and the killed node, restarted from its Strata directory, must
+//! catch up. The whole history of the clients' operations must be linearizable (so no
+//! acknowledged write is lost, and no read sees the past), and at the end every node's
+//! database holds the same data as the leader's. About half a minute.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -16,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::linearizable::{Kind, Op, linearizable};
-use strata_openraft::Request;
 use strata_openraft::service::{CallError, Client};
+use strata_openraft::{Request, keys};
 
 const NODE: &str = env!("CARGO_BIN_EXE_strata-kv-node");
 const KEYS: [&str; 3] = ["x", "y", "z"];
@@ -34,6 +35,7 @@ impl Node {
     fn start(&mut self, peers: &BTreeMap<u64, String>, init: bool) {
         let mut cmd = Command::new(NODE);
         cmd.args(["--id", &self.id.to_string(), "--addr", &self.addr])
+            .args(["--heartbeat-ms", "50"])
             .arg("--dir")
             .arg(&self.dir)
             .stdout(Stdio::piped())
@@ -51,6 +53,18 @@ impl Node {
             .unwrap();
         assert!(line.starts_with("ready"), "node {} said {line:?}", self.id);
         self.child = Some(child);
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`) to the process.
+    fn signal(&self, signal: &str) {
+        if let Some(c) = &self.child {
+            let ok = Command::new("kill")
+                .args([&format!("-{signal}"), &c.id().to_string()])
+                .status()
+                .unwrap()
+                .success();
+            assert!(ok, "kill -{signal} failed");
+        }
     }
 
     /// SIGKILL: the process ends at once, whatever it was doing.
@@ -81,19 +95,19 @@ struct History {
     unknown_writes: usize,
 }
 
-/// One client's loop until `until`: on random keys, writes of unique values and
+/// One client's loop until `stop`: on random keys, writes of unique values and
 /// linearizable reads, each recorded with its invocation and return times.
 async fn client(
     me: usize,
     nodes: BTreeMap<u64, String>,
     start: Instant,
-    until: Instant,
+    stop: Arc<std::sync::atomic::AtomicBool>,
     history: Arc<Mutex<History>>,
 ) {
     let mut c = Client::new(nodes);
     let mut n = 0u64;
     let now = |start: Instant| start.elapsed().as_nanos() as u64;
-    while Instant::now() < until {
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         n += 1;
         let key = KEYS[(n as usize * 7 + me) % KEYS.len()];
         let invoke = now(start);
@@ -153,8 +167,46 @@ async fn agreed_leader(c: &mut Client, live: &[u64], limit: Duration) -> Option<
     None
 }
 
+/// Waits until node `id` has applied `target` and follows `leader`.
+async fn caught_up(c: &mut Client, id: u64, leader: u64, target: Option<u64>) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let s = c.status(id).await;
+        if let Some(s) = &s
+            && s.applied >= target
+            && s.leader == Some(leader)
+        {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node {id} did not catch up in 30 s: {s:?}, leader {leader} applied {target:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Keys and values, in key order.
+type Records = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every state-machine record (values and sessions) in the database at `dir`, and its
+/// last applied index.
+fn state_of(dir: &std::path::Path) -> (Records, Option<Vec<u8>>) {
+    let db = strata::Db::open(dir, strata::Options::default()).unwrap();
+    let mut records: Records = db
+        .range(keys::DATA.to_vec()..keys::DATA_END.to_vec())
+        .map(Result::unwrap)
+        .collect();
+    records.extend(
+        db.range(keys::SESSION.to_vec()..keys::SESSION_END.to_vec())
+            .map(Result::unwrap),
+    );
+    let applied = db.get(keys::APPLIED).unwrap();
+    (records, applied)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
+async fn killed_and_paused_leaders_lose_no_acknowledged_write() {
     let root = tempfile::tempdir().unwrap();
     let mut nodes: Vec<Node> = (1..=3)
         .map(|id| Node {
@@ -170,14 +222,15 @@ async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
         n.start(&peers, init);
     }
     let mut probe = Client::new(peers.clone());
+    probe.timeout = Duration::from_millis(500);
     let all: Vec<u64> = peers.keys().copied().collect();
-    let first = agreed_leader(&mut probe, &all, Duration::from_secs(20))
+    let mut leader = agreed_leader(&mut probe, &all, Duration::from_secs(20))
         .await
         .expect("no leader elected in 20 s");
 
-    // Clients run for 12 s; the leader is killed 4 s in.
+    // Clients run until the last kill and pause are over.
     let start = Instant::now();
-    let until = start + Duration::from_secs(12);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let history = Arc::new(Mutex::new(History::default()));
     let clients: Vec<_> = (0..3)
         .map(|me| {
@@ -185,42 +238,50 @@ async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
                 me,
                 peers.clone(),
                 start,
-                until,
+                Arc::clone(&stop),
                 Arc::clone(&history),
             ))
         })
         .collect();
-    tokio::time::sleep(Duration::from_secs(4)).await;
-    let before_kill = history.lock().unwrap().acknowledged_writes;
-    nodes[(first - 1) as usize].kill();
 
-    let rest: Vec<u64> = all.iter().copied().filter(|&id| id != first).collect();
-    let second = agreed_leader(&mut probe, &rest, Duration::from_secs(20))
-        .await
-        .expect("no new leader in 20 s after the leader was killed");
-    assert_ne!(second, first);
+    // Ten kills of the leader, a pause after every third; before each, some progress.
+    let (mut kills, mut pauses) = (0, 0);
+    let mut acknowledged_between = Vec::new();
+    for round in 0..13 {
+        let before = history.lock().unwrap().acknowledged_writes;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while history.lock().unwrap().acknowledged_writes < before + 20 {
+            assert!(
+                Instant::now() < deadline,
+                "no progress before round {round}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        acknowledged_between.push(history.lock().unwrap().acknowledged_writes - before);
+        let old = leader;
+        let rest: Vec<u64> = all.iter().copied().filter(|&id| id != old).collect();
+        let pause = round % 4 == 3;
+        if pause {
+            nodes[(old - 1) as usize].signal("STOP");
+            pauses += 1;
+        } else {
+            nodes[(old - 1) as usize].kill();
+            kills += 1;
+        }
+        leader = agreed_leader(&mut probe, &rest, Duration::from_secs(20))
+            .await
+            .unwrap_or_else(|| panic!("no new leader in 20 s after node {old} went away"));
+        if pause {
+            nodes[(old - 1) as usize].signal("CONT");
+        } else {
+            nodes[(old - 1) as usize].start(&peers, false);
+        }
+        let target = probe.status(leader).await.and_then(|s| s.applied);
+        caught_up(&mut probe, old, leader, target).await;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
     for c in clients {
         c.await.unwrap();
-    }
-    let after_kill = history.lock().unwrap().acknowledged_writes - before_kill;
-
-    // The killed node comes back from its directory and catches up with the leader.
-    nodes[(first - 1) as usize].start(&peers, false);
-    let target = probe.status(second).await.and_then(|s| s.applied).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let s = probe.status(first).await;
-        if let Some(s) = &s
-            && s.applied >= Some(target)
-            && s.leader == Some(second)
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "node {first} did not catch up in 30 s: {s:?}, leader applied {target}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
     // Final reads through the leader close every key's history.
@@ -229,23 +290,43 @@ async fn a_killed_leader_loses_no_acknowledged_write_and_catches_up() {
     for (key, op) in reads {
         history.lock().unwrap().ops.entry(key).or_default().push(op);
     }
+    {
+        let h = history.lock().unwrap();
+        let total: usize = h.ops.values().map(Vec::len).sum();
+        println!(
+            "{kills} leaders killed, {pauses} paused; {total} operations, {} writes acknowledged, {} unknown; acknowledged between changes {acknowledged_between:?}",
+            h.acknowledged_writes, h.unknown_writes
+        );
+        for (key, ops) in &h.ops {
+            assert!(
+                linearizable(ops),
+                "the history of key {key} is not linearizable: {ops:#?}"
+            );
+        }
+    }
 
-    let h = history.lock().unwrap();
-    let total: usize = h.ops.values().map(Vec::len).sum();
-    println!(
-        "leader {first} killed, {second} elected; {total} operations, {} writes acknowledged ({after_kill} after the kill), {} unknown",
-        h.acknowledged_writes, h.unknown_writes
-    );
-    assert!(
-        before_kill > 0 && after_kill > 0,
-        "the clients wrote too little to test anything"
-    );
-    for (key, ops) in &h.ops {
+    // Every node has applied the leader's last entry: their databases hold the same data.
+    let leader = agreed_leader(&mut probe, &all, Duration::from_secs(20))
+        .await
+        .expect("no leader at the end");
+    let target = probe.status(leader).await.and_then(|s| s.applied);
+    for &id in &all {
+        caught_up(&mut probe, id, leader, target).await;
+    }
+    for n in &mut nodes {
+        n.kill();
+    }
+    let states: Vec<_> = nodes.iter().map(|n| state_of(&n.dir)).collect();
+    for (n, s) in nodes.iter().zip(&states).skip(1) {
         assert!(
-            linearizable(ops),
-            "the history of key {key} is not linearizable: {ops:#?}"
+            s.1 == states[0].1 && s.0 == states[0].0,
+            "node {} holds other data than node 1 ({} and {} records)",
+            n.id,
+            s.0.len(),
+            states[0].0.len()
         );
     }
+    assert!(!states[0].0.is_empty());
 }
 
 /// Runs `strata-kv-node ARGS` (an administration command) and returns its output.
