@@ -9,6 +9,7 @@
 //! a/applied                    the last applied log id (JSON)
 //! a/membership                 the last applied membership (JSON)
 //! a/snapshot                   the current snapshot: its metadata and data (JSON)
+//! a/snapshot-meta              the current snapshot's metadata alone (JSON)
 //! a/sessions                   how many sessions `c/` holds (JSON)
 //! c/ <client: u64 big-endian>  a session: its last applied write and response (JSON)
 //! e/ <index: u64 big-endian> <client: u64 big-endian>
@@ -37,6 +38,8 @@ pub const APPLIED: &[u8] = b"a/applied";
 pub const MEMBERSHIP: &[u8] = b"a/membership";
 /// The current snapshot.
 pub const SNAPSHOT: &[u8] = b"a/snapshot";
+/// The current snapshot's metadata, written with it (read without the data).
+pub const SNAPSHOT_META: &[u8] = b"a/snapshot-meta";
 
 /// How many sessions the state machine holds.
 pub const SESSION_COUNT: &[u8] = b"a/sessions";

@@ -53,6 +53,10 @@ const MAX_FRAME: u32 = 64 << 20;
 /// since smaller batches cost more syncs on a disk the nodes share.
 pub const MAX_IN_FLIGHT: usize = 1;
 
+/// How long a proposal may wait for its outcome before its writes are answered as
+/// unknown (and the next proposal may go).
+const PROPOSAL_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// Most writes in one proposal.
 const MAX_BATCH_WRITES: usize = 4096;
 
@@ -396,8 +400,26 @@ async fn propose(raft: KvRaft, mut waiting: tokio::sync::mpsc::UnboundedReceiver
         tokio::spawn(async move {
             let (writes, replies): (Vec<Write>, Vec<_>) = batch.into_iter().unzip();
             let n = writes.len();
-            let outcome = raft.client_write(Proposal { writes }).await;
+            // openraft 0.9 may never answer a proposal whose entry a snapshot replaced on
+            // a deposed leader: the permit must not wait for it forever. A write answered
+            // "unknown" here is resent by its client with its session (RS5).
+            let outcome =
+                tokio::time::timeout(PROPOSAL_TIMEOUT, raft.client_write(Proposal { writes }))
+                    .await;
             drop(permit);
+            let outcome = match outcome {
+                Ok(outcome) => outcome,
+                Err(_) => {
+                    let e = ClientError::Other(format!(
+                        "no outcome for the proposal in {} s",
+                        PROPOSAL_TIMEOUT.as_secs()
+                    ));
+                    for reply in replies {
+                        let _ = reply.send(Err(e.clone()));
+                    }
+                    return;
+                }
+            };
             match outcome {
                 Ok(r) if r.data.len() == n => {
                     for (reply, response) in replies.into_iter().zip(r.data) {
@@ -491,12 +513,14 @@ fn status(raft: &KvRaft) -> Status {
 /// Removes `ids`: voters leave with their place (`retain` false), then learners.
 async fn remove(raft: &KvRaft, ids: BTreeSet<u64>) -> Result<Status, ClientError> {
     let known = status(raft);
-    if let Some(stranger) = ids
+    // Nodes already gone are skipped: a resent removal, part or all of which was done,
+    // finishes instead of failing. A request naming no member at all is refused.
+    if ids
         .iter()
-        .find(|id| !known.voters.contains(id) && !known.learners.contains(id))
+        .all(|id| !known.voters.contains(id) && !known.learners.contains(id))
     {
         return Err(ClientError::Invalid(format!(
-            "node {stranger} is not a member"
+            "no node of {ids:?} is a member"
         )));
     }
     let voters: BTreeSet<u64> = ids.intersection(&known.voters).copied().collect();
@@ -646,7 +670,7 @@ impl Client {
         &mut self,
         message: &Call,
         patience: Duration,
-    ) -> Result<Answer, CallError> {
+    ) -> Result<(Answer, bool), CallError> {
         let deadline = std::time::Instant::now() + patience;
         // Nodes that did not answer in this call: a forward to one waits a little (an
         // election may be under way).
@@ -672,6 +696,8 @@ impl Client {
                 Ok(Answer::Write(Err(ClientError::Other(e)))) if resend_safe => {
                     maybe_done = true;
                     last = format!("node {id}: {e}");
+                    // Another node may lead by now; if this one still does, it forwards back.
+                    self.leader = next(&ids, id);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
                 Ok(Answer::Write(Err(ClientError::ForwardToLeader(l))))
@@ -697,7 +723,8 @@ impl Client {
                         tokio::time::sleep(Duration::from_millis(50)).await;
                     }
                 }
-                Ok(answer) => return Ok(answer),
+                // With whether an earlier attempt may have taken effect.
+                Ok(answer) => return Ok((answer, maybe_done)),
                 Err(e) => {
                     // The request may have reached the node before it stopped answering.
                     maybe_done = true;
@@ -755,6 +782,7 @@ impl Client {
         match self
             .send_to_leader(&Call::Write(write.clone()), PATIENCE)
             .await?
+            .0
         {
             Answer::Write(Ok(r)) => Ok(r),
             Answer::Write(Err(ClientError::Invalid(e))) => Err(CallError::Refused(e)),
@@ -770,6 +798,7 @@ impl Client {
         match self
             .send_to_leader(&Call::Read(key.to_string()), PATIENCE)
             .await?
+            .0
         {
             Answer::Read(Ok(v)) => Ok(v),
             Answer::Read(Err(e)) => Err(CallError::Refused(format!("{e:?}"))),
@@ -806,8 +835,14 @@ impl Client {
     }
 
     async fn admin(&mut self, call: &Call) -> Result<Status, CallError> {
-        match self.send_to_leader(call, 3 * PATIENCE).await? {
+        let (answer, maybe_done) = self.send_to_leader(call, 3 * PATIENCE).await?;
+        match answer {
             Answer::Admin(Ok(s)) => Ok(s),
+            // Refused now, but an earlier attempt that got no answer may have made the
+            // change this one finds done.
+            Answer::Admin(Err(ClientError::Invalid(e))) if maybe_done => Err(CallError::Unknown(
+                format!("{e} (an earlier attempt got no answer and may have made the change)"),
+            )),
             Answer::Admin(Err(ClientError::Invalid(e))) => Err(CallError::Refused(e)),
             Answer::Admin(Err(e)) => Err(CallError::Unknown(format!("{e:?}"))),
             other => Err(CallError::Refused(format!("unexpected answer {other:?}"))),

@@ -1,10 +1,13 @@
 //! The key-value state machine on Strata: values under `s/`, the last applied id and
 //! membership and the current snapshot under `a/` (`keys.rs`).
 //!
-//! Applying a group of entries is one batch (its values, the last applied id and any
-//! membership change together), not synced: the log it comes from is durable already
+//! Applying an entry is one batch (its values, its sessions, its id as the last applied
+//! and any membership change together), not synced: the log it comes from is durable already
 //! (RS1). A snapshot is read from a Strata snapshot (RS3) and kept, whole, under
-//! `a/snapshot`, so `get_current_snapshot` answers after a restart too.
+//! `a/snapshot`, so `get_current_snapshot` answers after a restart too. A snapshot built
+//! from an older state than the one kept (a build that read its state before a newer
+//! snapshot was installed) is handed to openraft but not kept: the kept one never goes
+//! back (`store_snapshot`).
 //!
 //! Sessions (RS5): each client's last applied write and its response live under `c/`,
 //! with an age index under `e/` (by the log index of that write) and their count under
@@ -80,6 +83,8 @@ pub struct StrataStateMachine {
     built: Arc<AtomicU64>,
     /// The most sessions kept (RS5).
     session_limit: u64,
+    /// Held while the kept snapshot is compared and replaced.
+    snapshot_lock: Arc<std::sync::Mutex<()>>,
 }
 
 /// Builds a snapshot from a Strata snapshot of the state machine (RS3).
@@ -95,7 +100,42 @@ impl StrataStateMachine {
             db,
             built: Arc::new(AtomicU64::new(0)),
             session_limit: MAX_SESSIONS,
+            snapshot_lock: Arc::default(),
         }
+    }
+
+    /// The log id the kept snapshot covers up to (`None` inside: a snapshot of an empty
+    /// state; `None` outside: no snapshot kept).
+    fn kept_snapshot_id(&self) -> Result<Option<Option<LogId<u64>>>, StorageError<u64>> {
+        let ro = ReadOptions::default();
+        if let Some(meta) =
+            self.read_meta::<SnapshotMeta<u64, BasicNode>>(keys::SNAPSHOT_META, &ro)?
+        {
+            return Ok(Some(meta.last_log_id));
+        }
+        // Kept before the metadata had a key of its own.
+        Ok(self
+            .read_meta::<StoredSnapshot>(keys::SNAPSHOT, &ro)?
+            .map(|s| s.meta.last_log_id))
+    }
+
+    /// Keeps `stored` as the current snapshot, synced, unless the kept one covers more of
+    /// the log. True if it was kept.
+    fn store_snapshot(&self, stored: &StoredSnapshot) -> Result<bool, StorageError<u64>> {
+        let subject = || ErrorSubject::Snapshot(Some(stored.meta.signature()));
+        let _kept = self.snapshot_lock.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = self.kept_snapshot_id()?
+            && kept > stored.meta.last_log_id
+        {
+            return Ok(false);
+        }
+        let mut batch = WriteBatch::new();
+        Self::put_meta(&mut batch, keys::SNAPSHOT, stored)?;
+        Self::put_meta(&mut batch, keys::SNAPSHOT_META, &stored.meta)?;
+        self.db
+            .write_opt(batch, &WriteOptions { sync: true })
+            .map_err(|e| error::storage(subject(), ErrorVerb::Write, &e))?;
+        Ok(true)
     }
 
     /// The same, remembering at most `limit` sessions instead of [`MAX_SESSIONS`]. Every
@@ -352,21 +392,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
             meta: meta.clone(),
             data,
         };
-        let bytes = error::encode(&stored).map_err(|e| {
-            error::storage(
-                ErrorSubject::Snapshot(Some(meta.signature())),
-                ErrorVerb::Write,
-                &e,
-            )
-        })?;
-        m.db.put_opt(keys::SNAPSHOT, bytes, &WriteOptions { sync: true })
-            .map_err(|e| {
-                error::storage(
-                    ErrorSubject::Snapshot(Some(meta.signature())),
-                    ErrorVerb::Write,
-                    &e,
-                )
-            })?;
+        m.store_snapshot(&stored)?;
         Ok(Snapshot {
             meta,
             snapshot: Box::new(Cursor::new(stored.data)),
@@ -386,24 +412,29 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
         I: IntoIterator<Item = openraft::Entry<TypeConfig>> + OptionalSend,
         I::IntoIter: OptionalSend,
     {
-        let mut batch = WriteBatch::new();
+        // One batch per entry, with its applied id: the state after each entry is the
+        // same however openraft groups entries into calls (on the leader, on a follower,
+        // in a replay after a restart), sessions forgotten included (RS5).
         let mut responses = Vec::new();
-        // What this group wrote so far: the previous value a later write must see.
-        let mut written: HashMap<String, Option<String>> = HashMap::new();
-        let mut touched: HashMap<u64, Touched> = HashMap::new();
-        let mut last = None;
         for entry in entries {
             let id = *entry.get_log_id();
-            last = Some(id);
+            let mut batch = WriteBatch::new();
             match entry.payload {
                 EntryPayload::Blank => responses.push(Vec::new()),
-                EntryPayload::Normal(proposal) => responses.push(self.apply_proposal(
-                    id.index,
-                    proposal,
-                    &mut batch,
-                    &mut written,
-                    &mut touched,
-                )?),
+                EntryPayload::Normal(proposal) => {
+                    // What this entry wrote so far: the previous value a later write of
+                    // it must see; the sessions it read or changed.
+                    let mut written: HashMap<String, Option<String>> = HashMap::new();
+                    let mut touched: HashMap<u64, Touched> = HashMap::new();
+                    responses.push(self.apply_proposal(
+                        id.index,
+                        proposal,
+                        &mut batch,
+                        &mut written,
+                        &mut touched,
+                    )?);
+                    self.record_sessions(touched, &mut batch)?;
+                }
                 EntryPayload::Membership(m) => {
                     Self::put_meta(
                         &mut batch,
@@ -413,13 +444,10 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
                     responses.push(Vec::new());
                 }
             }
-        }
-        self.record_sessions(touched, &mut batch)?;
-        if let Some(id) = last {
             Self::put_meta(&mut batch, keys::APPLIED, &id)?;
+            // RS1: not synced; the log these entries come from is.
+            self.db.write(batch).map_err(|e| error::write_sm(&e))?;
         }
-        // RS1: not synced; the log these entries come from is.
-        self.db.write(batch).map_err(|e| error::write_sm(&e))?;
         Ok(responses)
     }
 
@@ -472,6 +500,9 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
             data,
         };
         Self::put_meta(&mut batch, keys::SNAPSHOT, &stored)?;
+        Self::put_meta(&mut batch, keys::SNAPSHOT_META, &stored.meta)?;
+        // Ordered with a build's comparison and write (`store_snapshot`).
+        let _kept = self.snapshot_lock.lock().unwrap_or_else(|p| p.into_inner());
         self.db
             .write_opt(batch, &WriteOptions { sync: true })
             .map_err(|e| error::storage(subject(), ErrorVerb::Write, &e))
@@ -486,5 +517,56 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
             meta: s.meta,
             snapshot: Box::new(Cursor::new(s.data)),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use openraft::CommittedLeaderId;
+
+    use super::*;
+
+    fn snapshot(index: u64, value: &str) -> StoredSnapshot {
+        StoredSnapshot {
+            meta: SnapshotMeta {
+                last_log_id: Some(LogId::new(CommittedLeaderId::new(1, 0), index)),
+                last_membership: StoredMembership::default(),
+                snapshot_id: format!("test-{index}"),
+            },
+            data: error::encode(&SnapshotData {
+                kv: vec![("k".into(), value.into())],
+                sessions: Vec::new(),
+            })
+            .unwrap(),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_older_snapshot_never_replaces_a_newer_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(
+            Db::open(
+                dir.path(),
+                strata::Options {
+                    create_if_missing: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap(),
+        );
+        let mut sm = StrataStateMachine::new(db);
+        let newer = snapshot(10, "new");
+        sm.install_snapshot(&newer.meta, Box::new(Cursor::new(newer.data.clone())))
+            .await
+            .unwrap();
+        // A build that read its state before the install finishes after it.
+        assert!(!sm.store_snapshot(&snapshot(5, "old")).unwrap());
+        let kept = sm.get_current_snapshot().await.unwrap().unwrap();
+        assert_eq!(kept.meta.snapshot_id, "test-10");
+        assert!(sm.store_snapshot(&snapshot(12, "newest")).unwrap());
+        let kept = sm.get_current_snapshot().await.unwrap().unwrap();
+        assert_eq!(kept.meta.snapshot_id, "test-12");
     }
 }

@@ -288,7 +288,17 @@ async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
     }
 
     // The three state machines agree once all have applied the leader's last entry.
-    let leader = reader.status(1).await.and_then(|s| s.leader).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let leader = loop {
+        if let Some(l) = reader.status(1).await.and_then(|s| s.leader) {
+            break l;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "seed {seed}: node 1 knows no leader"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     let target = reader.status(leader).await.unwrap().applied;
     let deadline = Instant::now() + Duration::from_secs(30);
     for id in 1..=3 {
