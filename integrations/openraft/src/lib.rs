@@ -24,8 +24,9 @@
 //!   client's last applied sequence number and its response (under `c/`, in the same
 //!   batch as the write, and in snapshots), answers a resend with that response and
 //!   changes nothing. It remembers at most [`MAX_SESSIONS`] clients,
-//!   forgetting the one idle longest (by the log index of its last write, so every
-//!   replica forgets the same one); a client forgotten and then resending its last write
+//!   forgetting the one idle longest (by the log index of its last write), decided after
+//!   each entry (one batch per entry), so every replica forgets the same ones however
+//!   its entries are grouped; a client forgotten and then resending its last write
 //!   would apply it again.
 //! - RS6 client writes are batched: a leader proposes everything waiting as one entry (a
 //!   [`Proposal`]) whenever fewer than [`service::MAX_IN_FLIGHT`] proposals are in flight;
