@@ -407,41 +407,25 @@ async fn propose(raft: KvRaft, mut waiting: tokio::sync::mpsc::UnboundedReceiver
                 tokio::time::timeout(PROPOSAL_TIMEOUT, raft.client_write(Proposal { writes }))
                     .await;
             drop(permit);
-            let outcome = match outcome {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    let e = ClientError::Other(format!(
-                        "no outcome for the proposal in {} s",
-                        PROPOSAL_TIMEOUT.as_secs()
-                    ));
-                    for reply in replies {
-                        let _ = reply.send(Err(e.clone()));
-                    }
-                    return;
-                }
+            let answers = match outcome {
+                Err(_) => Err(ClientError::Other(format!(
+                    "no outcome for the proposal in {} s",
+                    PROPOSAL_TIMEOUT.as_secs()
+                ))),
+                Ok(Ok(r)) if r.data.len() == n => Ok(r.data),
+                Ok(Ok(r)) => Err(ClientError::Other(format!(
+                    "{n} writes proposed, {} answers applied",
+                    r.data.len()
+                ))),
+                Ok(Err(e)) => Err(client_error(e)),
             };
-            match outcome {
-                Ok(r) if r.data.len() == n => {
-                    for (reply, response) in replies.into_iter().zip(r.data) {
+            match answers {
+                Ok(responses) => {
+                    for (reply, response) in replies.into_iter().zip(responses) {
                         let _ = reply.send(Ok(response));
                     }
                 }
-                Ok(r) => {
-                    let e = ClientError::Other(format!(
-                        "{n} writes proposed, {} answers applied",
-                        r.data.len()
-                    ));
-                    for reply in replies {
-                        let _ = reply.send(Err(e.clone()));
-                    }
-                }
                 Err(e) => {
-                    let e = match e {
-                        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
-                            ClientError::ForwardToLeader(f.leader_id)
-                        }
-                        e => ClientError::Other(e.to_string()),
-                    };
                     for reply in replies {
                         let _ = reply.send(Err(e.clone()));
                     }
@@ -478,18 +462,16 @@ async fn answer<M: KvMachine>(
             Err(e) => Err(ClientError::Other(e.to_string())),
         }),
         Call::Status => Answer::Status(status(raft)),
-        Call::AddLearner { id, addr } => Answer::Admin(
-            admin(
-                raft,
-                raft.add_learner(id, BasicNode { addr }, true)
-                    .await
-                    .map(|_| ()),
-            )
-            .await,
-        ),
-        Call::Promote(ids) => {
-            Answer::Admin(admin(raft, change(raft, ChangeMembers::AddVoterIds(ids)).await).await)
-        }
+        Call::AddLearner { id, addr } => Answer::Admin(admin(
+            raft,
+            raft.add_learner(id, BasicNode { addr }, true)
+                .await
+                .map(|_| ()),
+        )),
+        Call::Promote(ids) => Answer::Admin(admin(
+            raft,
+            change(raft, ChangeMembers::AddVoterIds(ids)).await,
+        )),
         Call::Remove(ids) => Answer::Admin(remove(raft, ids).await),
     }
 }
@@ -528,8 +510,7 @@ async fn remove(raft: &KvRaft, ids: BTreeSet<u64>) -> Result<Status, ClientError
         admin(
             raft,
             change(raft, ChangeMembers::RemoveVoters(voters)).await,
-        )
-        .await?;
+        )?;
     }
     let learners: BTreeSet<u64> = ids.intersection(&status(raft).learners).copied().collect();
     if learners.is_empty() {
@@ -539,7 +520,6 @@ async fn remove(raft: &KvRaft, ids: BTreeSet<u64>) -> Result<Status, ClientError
         raft,
         change(raft, ChangeMembers::RemoveNodes(learners)).await,
     )
-    .await
 }
 
 /// Commits a membership change (nodes removed leave the cluster: `retain` false). While
@@ -563,19 +543,23 @@ async fn change(
 }
 
 /// The answer to a membership change that ended with `outcome`.
-async fn admin(
+fn admin(
     raft: &KvRaft,
     outcome: Result<(), RaftError<u64, ClientWriteError<u64, BasicNode>>>,
 ) -> Result<Status, ClientError> {
-    match outcome {
-        Ok(()) => Ok(status(raft)),
-        Err(RaftError::APIError(ClientWriteError::ForwardToLeader(f))) => {
-            Err(ClientError::ForwardToLeader(f.leader_id))
+    outcome.map(|()| status(raft)).map_err(client_error)
+}
+
+/// What a client hears of openraft's refusal of a write or a membership change.
+fn client_error(e: RaftError<u64, ClientWriteError<u64, BasicNode>>) -> ClientError {
+    match e {
+        RaftError::APIError(ClientWriteError::ForwardToLeader(f)) => {
+            ClientError::ForwardToLeader(f.leader_id)
         }
-        Err(RaftError::APIError(ClientWriteError::ChangeMembershipError(e))) => {
-            Err(ClientError::Invalid(e.to_string()))
+        RaftError::APIError(ClientWriteError::ChangeMembershipError(e)) => {
+            ClientError::Invalid(e.to_string())
         }
-        Err(e) => Err(ClientError::Other(e.to_string())),
+        e => ClientError::Other(e.to_string()),
     }
 }
 
