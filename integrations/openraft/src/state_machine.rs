@@ -46,7 +46,7 @@ struct SessionRecord {
     response: Response,
 }
 
-/// A session a group of entries wrote to.
+/// A session an entry read or wrote.
 #[derive(Debug)]
 struct Touched {
     /// The log index its stored record has (`None`: a new session).
@@ -130,12 +130,20 @@ impl StrataStateMachine {
             return Ok(false);
         }
         let mut batch = WriteBatch::new();
-        Self::put_meta(&mut batch, keys::SNAPSHOT, stored)?;
-        Self::put_meta(&mut batch, keys::SNAPSHOT_META, &stored.meta)?;
+        Self::put_snapshot(&mut batch, stored)?;
         self.db
             .write_opt(batch, &WriteOptions { sync: true })
             .map_err(|e| error::storage(subject(), ErrorVerb::Write, &e))?;
         Ok(true)
+    }
+
+    /// Puts `stored` as the kept snapshot, with its metadata under a key of its own.
+    fn put_snapshot(
+        batch: &mut WriteBatch,
+        stored: &StoredSnapshot,
+    ) -> Result<(), StorageError<u64>> {
+        Self::put_meta(batch, keys::SNAPSHOT, stored)?;
+        Self::put_meta(batch, keys::SNAPSHOT_META, &stored.meta)
     }
 
     /// The same, remembering at most `limit` sessions instead of [`MAX_SESSIONS`]. Every
@@ -150,7 +158,7 @@ impl StrataStateMachine {
         self.read_meta(&keys::session(client), &ReadOptions::default())
     }
 
-    /// Applies `request` into `batch`; `written` holds what this group wrote so far (the
+    /// Applies `request` into `batch`; `written` holds what this entry wrote so far (the
     /// previous value a later write must see).
     fn apply_request(
         &self,
@@ -178,19 +186,22 @@ impl StrataStateMachine {
         })
     }
 
-    /// Applies a proposal's writes into `batch`, each session's at most once (RS5).
+    /// Applies the proposal of entry `index` into `batch`, each session's write at most
+    /// once, and records the sessions it changed (RS5).
     fn apply_proposal(
         &self,
         index: u64,
         proposal: Proposal,
         batch: &mut WriteBatch,
-        written: &mut HashMap<String, Option<String>>,
-        touched: &mut HashMap<u64, Touched>,
     ) -> Result<Vec<Response>, StorageError<u64>> {
+        // What this entry wrote so far: the previous value a later write of it must see;
+        // the sessions it read or changed.
+        let mut written = HashMap::new();
+        let mut touched = HashMap::new();
         let mut answers = Vec::with_capacity(proposal.writes.len());
         for write in proposal.writes {
             let Some(session) = write.session else {
-                answers.push(self.apply_request(batch, written, write.request)?);
+                answers.push(self.apply_request(batch, &mut written, write.request)?);
                 continue;
             };
             let t = match touched.entry(session.client) {
@@ -219,7 +230,7 @@ impl StrataStateMachine {
                 });
                 continue;
             }
-            let response = self.apply_request(batch, written, write.request)?;
+            let response = self.apply_request(batch, &mut written, write.request)?;
             t.record = Some(SessionRecord {
                 seq: session.seq,
                 index,
@@ -228,10 +239,11 @@ impl StrataStateMachine {
             t.changed = true;
             answers.push(response);
         }
+        self.record_sessions(touched, batch)?;
         Ok(answers)
     }
 
-    /// Writes the sessions a group changed into `batch`, and forgets the ones idle
+    /// Writes the sessions an entry changed into `batch`, and forgets the ones idle
     /// longest past the limit (RS5).
     fn record_sessions(
         &self,
@@ -422,18 +434,7 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
             match entry.payload {
                 EntryPayload::Blank => responses.push(Vec::new()),
                 EntryPayload::Normal(proposal) => {
-                    // What this entry wrote so far: the previous value a later write of
-                    // it must see; the sessions it read or changed.
-                    let mut written: HashMap<String, Option<String>> = HashMap::new();
-                    let mut touched: HashMap<u64, Touched> = HashMap::new();
-                    responses.push(self.apply_proposal(
-                        id.index,
-                        proposal,
-                        &mut batch,
-                        &mut written,
-                        &mut touched,
-                    )?);
-                    self.record_sessions(touched, &mut batch)?;
+                    responses.push(self.apply_proposal(id.index, proposal, &mut batch)?);
                 }
                 EntryPayload::Membership(m) => {
                     Self::put_meta(
@@ -499,8 +500,7 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
             meta: meta.clone(),
             data,
         };
-        Self::put_meta(&mut batch, keys::SNAPSHOT, &stored)?;
-        Self::put_meta(&mut batch, keys::SNAPSHOT_META, &stored.meta)?;
+        Self::put_snapshot(&mut batch, &stored)?;
         // Ordered with a build's comparison and write (`store_snapshot`).
         let _kept = self.snapshot_lock.lock().unwrap_or_else(|p| p.into_inner());
         self.db
