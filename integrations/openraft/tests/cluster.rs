@@ -82,6 +82,18 @@ impl Drop for Node {
     }
 }
 
+/// Nodes 1..=`n`, each with a free address and a directory under `root`, not started.
+fn unstarted(root: &std::path::Path, n: u64) -> Vec<Node> {
+    (1..=n)
+        .map(|id| Node {
+            id,
+            addr: free_addr(),
+            dir: root.join(format!("node{id}")),
+            child: None,
+        })
+        .collect()
+}
+
 fn free_addr() -> String {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap().to_string()
@@ -208,14 +220,7 @@ fn state_of(dir: &std::path::Path) -> (Records, Option<Vec<u8>>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killed_and_paused_leaders_lose_no_acknowledged_write() {
     let root = tempfile::tempdir().unwrap();
-    let mut nodes: Vec<Node> = (1..=3)
-        .map(|id| Node {
-            id,
-            addr: free_addr(),
-            dir: root.path().join(format!("node{id}")),
-            child: None,
-        })
-        .collect();
+    let mut nodes = unstarted(root.path(), 3);
     let peers: BTreeMap<u64, String> = nodes.iter().map(|n| (n.id, n.addr.clone())).collect();
     for n in &mut nodes {
         let init = n.id == 1;
@@ -337,14 +342,7 @@ fn admin(args: &[&str]) -> std::process::Output {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_line_adds_promotes_and_removes_a_node() {
     let root = tempfile::tempdir().unwrap();
-    let mut nodes: Vec<Node> = (1..=4)
-        .map(|id| Node {
-            id,
-            addr: free_addr(),
-            dir: root.path().join(format!("node{id}")),
-            child: None,
-        })
-        .collect();
+    let mut nodes = unstarted(root.path(), 4);
     let first: BTreeMap<u64, String> = nodes[..3].iter().map(|n| (n.id, n.addr.clone())).collect();
     for n in &mut nodes[..3] {
         let init = n.id == 1;
