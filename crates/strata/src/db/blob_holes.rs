@@ -6,11 +6,12 @@
 //! edit is installed the list waits here (`State::holes`), tied to the versions live
 //! before the install. After each background step the database's hole thread (`run`)
 //! takes the lists no reader can reach any more and punches their holes
-//! (`Env::punch_holes`) with the state lock released: only the whole filesystem blocks inside each record (records side
-//! by side make one hole), so a hole never touches a neighbour. The hole thread is not the
-//! background thread because a hole is dear (about 130 µs for a 100 KB record on this
-//! machine's ext4, more than writing the value): on the background thread, holes held up
-//! the flushes writers wait for, and overwrites took twice as long as fills.
+//! (`Env::punch_holes`) with the state lock released: only the whole filesystem blocks
+//! inside each record (records side by side make one hole), so a hole never touches a
+//! neighbour. The hole thread is not the background thread because a hole is dear (about
+//! 130 µs for a 100 KB record on this machine's ext4, more than writing the value): on
+//! the background thread, holes held up the flushes writers wait for, and overwrites
+//! took twice as long as fills.
 //!
 //! Invariant:
 //! - X6 A blob record's bytes are punched only when nothing can read them: its ref was
