@@ -13,8 +13,11 @@
 # the page as the engine's version) lists what it links.
 #
 # The source is RocksDB 10.4.2 as the `librocksdb-sys` crate (0.17.3) ships it, fetched
-# by cargo from crates.io (no git needed). 12-20 minutes on 2 cores, once: the result
-# is kept in OUT and reused while BUILD_INFO names this version.
+# by cargo from crates.io (no git needed). Without debug information: RocksDB's Makefile
+# adds -g on Linux, which changes no generated code (gcc's rule; -fcompare-debug checks
+# it) but makes the build longer, so its two `-g` lines are dropped from the build's copy.
+# Once per machine: the result is kept in OUT and reused while BUILD_INFO names this
+# version.
 #
 # Usage: scripts/build-rocksdb-release.sh [OUT]   (default OUT: target/rocksdb-native)
 # Prints OUT. Then build strata-bench with STRATA_BENCH_ROCKSDB_DIR=OUT (make bench does).
@@ -26,7 +29,7 @@ version=10.4.2
 # What the library may need, and nothing else (tests/peer_links.rs reads this line): Snappy,
 # the C++ runtime, libc, and the x86-64 loader (its thread-local storage).
 LINKS=(libsnappy.so.1 libstdc++.so.6 libm.so.6 libgcc_s.so.1 libc.so.6 ld-linux-x86-64.so.2)
-stamp="RocksDB $version release built here (librocksdb-sys $crate source; make shared_lib DEBUG_LEVEL=0 PORTABLE=0; links ${LINKS[*]})"
+stamp="RocksDB $version release built here (librocksdb-sys $crate source; make shared_lib DEBUG_LEVEL=0 PORTABLE=0, no -g; links ${LINKS[*]})"
 if [ -f "$out/librocksdb.so" ] && [ "$(head -n1 "$out/BUILD_INFO" 2>/dev/null)" = "$stamp" ]; then
   echo "$out"
   exit 0
@@ -58,6 +61,10 @@ build="$out/build"
 if [ ! -f "$build/make_config.mk" ] || ! ls "$build"/librocksdb.so.*.*.* >/dev/null 2>&1; then
   rm -rf "$build"
   cp -r "$src" "$build"
+  sed -i -e 's/^CFLAGS += -g$/# CFLAGS += -g (dropped: no debug information)/' \
+    -e 's/^CXXFLAGS += -g$/# CXXFLAGS += -g (dropped: no debug information)/' "$build/Makefile"
+  [ "$(grep -c 'dropped: no debug information' "$build/Makefile")" = 2 ] \
+    || { echo "RocksDB's Makefile no longer adds -g where expected" >&2; exit 1; }
 fi
 (
   cd "$build"
