@@ -404,7 +404,10 @@ fn dir_bytes(dir: &Path, suffix: &str) -> u64 {
         .unwrap()
         .map(|e| e.unwrap())
         .filter(|e| e.file_name().to_string_lossy().ends_with(suffix))
-        .map(|e| e.metadata().unwrap().len())
+        // A file deleted since the listing (the background thread removes dead ones)
+        // takes no space.
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
         .sum()
 }
 
