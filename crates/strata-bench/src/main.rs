@@ -12,6 +12,7 @@ mod journal;
 mod outcome;
 mod peers;
 mod probe;
+mod progress;
 mod report;
 mod results;
 mod suite;
@@ -236,6 +237,19 @@ fn run(flags: &Flags) -> Result<()> {
         _ => Vec::new(),
     };
     let last_in_home = |gi: usize| home.iter().rposition(|h| *h == home[gi]) == Some(gi);
+    let mut steps = Vec::new();
+    for round in 0..rounds {
+        for group in 0..groups.len() {
+            for c in &engines {
+                steps.push(progress::Step {
+                    engine: c.name().to_string(),
+                    group,
+                    round,
+                });
+            }
+        }
+    }
+    let mut progress = progress::Progress::new(steps);
     // Round by round, group by group, engine by engine: every engine meets the machine in
     // the same state of noise as often as the others.
     for round in 0..rounds {
@@ -263,8 +277,10 @@ fn run(flags: &Flags) -> Result<()> {
                     }
                     doc.runs.push(run);
                     println!();
+                    eprintln!("{}", progress.step_done(None));
                     continue;
                 }
+                let started = std::time::Instant::now();
                 // A group that reads what an earlier one built cannot run on what a
                 // failed group left.
                 let broken = doc.runs.iter().any(|run| {
@@ -316,6 +332,7 @@ fn run(flags: &Flags) -> Result<()> {
                     journal::save(json, &doc)?;
                 }
                 println!();
+                eprintln!("{}", progress.step_done(Some(started.elapsed())));
             }
         }
     }
