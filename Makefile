@@ -100,7 +100,7 @@ bench-group-commit: deps
 bench-transactions: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report
-	$(call run_and_report,transactions,bench-report/transactions,--suite transactions --engines=strata$(,)rocksdb-optimistic$(,)rocksdb-pessimistic$(,)lmdb$(,)fjall-tx$(,)sqlite3-wal$(,)wiredtiger-btree --repeats=5 --duration=3)
+	$(call run_and_report,transactions,bench-report/transactions,--suite transactions --engines=strata$(,)rocksdb-optimistic$(,)rocksdb-pessimistic$(,)lmdb$(,)fjall-tx$(,)sqlite3-wal$(,)wiredtiger-btree$(,)kyoto-treedb --repeats=5 --duration=3)
 
 bench-readwhilewriting: deps
 	$(BENCH_BUILD)

@@ -4,7 +4,8 @@
 //! that program's `LZOCompressor<LZO::RAW>`; Debian's build links liblzo2), 1 KiB pages
 //! (`psiz=1024`), a 256 MiB memory map (`msiz`) and a page cache of the settings' size.
 //! TreeDB has no atomic batches (n/a, as on the page) and no compaction to ask for (n/a). A
-//! synced write syncs the file (`kcdbsync`).
+//! synced write syncs the file (`kcdbsync`). Transactions (`kcdbbegintran`): one at a time,
+//! so none conflicts; a synced commit is a hard one.
 
 #![allow(unsafe_code, reason = "foreign calls into the Kyoto Cabinet C library")]
 
@@ -13,7 +14,7 @@ use std::path::Path;
 
 use anyhow::{Result, anyhow};
 
-use crate::engine::{BatchOp, Engine, EngineKind, Settings, found};
+use crate::engine::{BatchOp, Engine, EngineKind, Settings, Update, found};
 
 #[repr(C)]
 struct Opaque(c_void);
@@ -35,6 +36,8 @@ unsafe extern "C" {
     fn kcdbget(db: *mut Opaque, k: *const c_char, ks: usize, sp: *mut usize) -> *mut c_char;
     fn kcdbsync(db: *mut Opaque, hard: i32, proc_: *const c_void, opq: *mut c_void) -> i32;
     fn kcdbcursor(db: *mut Opaque) -> *mut Opaque;
+    fn kcdbbegintran(db: *mut Opaque, hard: i32) -> i32;
+    fn kcdbendtran(db: *mut Opaque, commit: i32) -> i32;
     fn kccurdel(cur: *mut Opaque);
     fn kccurget(
         cur: *mut Opaque,
@@ -75,6 +78,9 @@ impl EngineKind for KyotoKind {
     }
     fn has_compaction(&self) -> bool {
         false
+    }
+    fn has_transactions(&self) -> bool {
+        true
     }
     fn open(&self, dir: &Path, s: &Settings) -> Result<Box<dyn Engine>> {
         let opts = if s.compression { "slc#zcomp=lzo" } else { "sl" };
@@ -206,6 +212,47 @@ impl Engine for Kyoto {
     }
     fn write_batch(&self, _ops: &[BatchOp], _sync: bool) -> Result<()> {
         Err(anyhow!("Kyoto Cabinet TreeDB has no atomic batches"))
+    }
+    fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
+        // Kyoto runs one transaction at a time (`begin_transaction` waits for the one
+        // running to end), so a transaction never conflicts. A hard one syncs the file
+        // and its transaction log at commit: what a synced commit asks.
+        // SAFETY: live object.
+        if unsafe { kcdbbegintran(self.db, i32::from(sync)) } == 0 {
+            return Err(self.error("begin transaction"));
+        }
+        let done = (|| {
+            let mut read = Vec::with_capacity(keys.len());
+            for key in keys {
+                let mut value = None;
+                self.get(key, &mut |v| value = Some(v.to_vec()))?;
+                read.push(value);
+            }
+            for (key, value) in keys.iter().zip(update(&read)) {
+                // SAFETY: slices valid for the call; Kyoto copies them.
+                if unsafe {
+                    kcdbset(
+                        self.db,
+                        key.as_ptr().cast(),
+                        key.len(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                    )
+                } == 0
+                {
+                    return Err(self.error("set"));
+                }
+            }
+            Ok(())
+        })();
+        // SAFETY: live object, inside the transaction begun above: commit it if every
+        // step went through, else roll it back.
+        let ended = unsafe { kcdbendtran(self.db, i32::from(done.is_ok())) };
+        done?;
+        if ended == 0 {
+            return Err(self.error("commit"));
+        }
+        Ok(true)
     }
     fn scan(
         &self,
