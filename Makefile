@@ -50,8 +50,8 @@ libleveldb: deps
 # The main job: LevelDB's benchmark page (the baseline suite) on Strata and every peer,
 # one round (about 31 minutes here; random reads stop after 10 s per engine, see
 # docs/bench.md), then the report page in bench-report/index.html.
-# RocksDB is a release build for this CPU (scripts/build-rocksdb-release.sh: 12-20
-# minutes the first time, then kept in target/rocksdb-native/).
+# RocksDB is a release build for this CPU (scripts/build-rocksdb-release.sh: about 15
+# minutes on 2 cores the first time, then kept in target/rocksdb-native/).
 BENCH_BUILD = scripts/build-rocksdb-release.sh >/dev/null && \
 	STRATA_BENCH_ROCKSDB_DIR=$(CURDIR)/target/rocksdb-native $(CARGO) build --release -p strata-bench --features peers
 

@@ -332,7 +332,10 @@ fn run(flags: &Flags) -> Result<()> {
                     journal::save(json, &doc)?;
                 }
                 println!();
-                eprintln!("{}", progress.step_done(Some(started.elapsed())));
+                // A group that ran nothing (skipped, or failed before its first result)
+                // says nothing of how long the next ones take.
+                let ran = !doc.runs.last().is_some_and(|r| r.results.is_empty());
+                eprintln!("{}", progress.step_done(ran.then(|| started.elapsed())));
             }
         }
     }

@@ -37,24 +37,29 @@ impl Progress {
         }
     }
 
-    /// Records the next step as done (`took`: its time, `None` if it was not run here)
-    /// and returns the progress line.
+    /// Records the next step as done (`took`: its time, `None` if it was not run here:
+    /// taken from a journal, or skipped) and returns the progress line.
     pub fn step_done(&mut self, took: Option<Duration>) -> String {
         if let (Some(t), Some(step)) = (took, self.steps.get(self.done)) {
             self.took.insert(step.clone(), t.as_secs_f64());
         }
         self.done = (self.done + 1).min(self.steps.len());
-        let left = estimate_left(&self.took, &self.steps[self.done..]);
+        let left = match self.took.is_empty() {
+            true => "time left not known yet".to_string(),
+            false => format!(
+                "about {} left",
+                minutes(estimate_left(&self.took, &self.steps[self.done..]))
+            ),
+        };
         let next = self
             .steps
             .get(self.done)
             .map_or(String::new(), |s| format!("; next: {}", s.engine));
         format!(
-            "progress: {} of {} engine groups done, {} so far, about {} left{next}",
+            "progress: {} of {} engine groups done, {} so far, {left}{next}",
             self.done,
             self.steps.len(),
             minutes(self.started.elapsed().as_secs_f64()),
-            minutes(left)
         )
     }
 }
@@ -135,6 +140,13 @@ mod tests {
     }
 
     #[test]
+    fn with_nothing_timed_the_time_left_is_not_known() {
+        let mut p = Progress::new(vec![step("a", 0, 0), step("a", 1, 0)]);
+        let line = p.step_done(None);
+        assert!(line.contains("time left not known yet"), "{line}");
+    }
+
+    #[test]
     fn the_line_counts_steps_and_names_the_next_engine() {
         let mut p = Progress::new(vec![step("a", 0, 0), step("b", 0, 0), step("a", 1, 0)]);
         let line = p.step_done(Some(Duration::from_secs(60)));
@@ -145,6 +157,7 @@ mod tests {
         assert!(line.ends_with("next: b"), "{line}");
         let line = p.step_done(None);
         assert!(line.contains("2 of 3"), "{line}");
+        assert!(!line.contains("not known"), "{line}");
         // "a" in group 1, which no engine has run yet: a's own mean, 60 s.
         assert!(line.contains("about 1m00s left"), "{line}");
         let line = p.step_done(Some(Duration::from_secs(1)));

@@ -130,6 +130,34 @@ impl Drop for Kyoto {
     }
 }
 
+/// A transaction begun with `kcdbbegintran`, rolled back on drop unless ended.
+struct Tran<'a> {
+    kyoto: &'a Kyoto,
+    open: bool,
+}
+
+impl Tran<'_> {
+    /// Commits (`commit`) or rolls back the transaction.
+    fn end(&mut self, commit: bool) -> Result<()> {
+        self.open = false;
+        // SAFETY: live object, inside the transaction this guard stands for.
+        if unsafe { kcdbendtran(self.kyoto.db, i32::from(commit)) } == 0 {
+            return Err(self.kyoto.error(if commit { "commit" } else { "rollback" }));
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Tran<'_> {
+    fn drop(&mut self) {
+        if self.open {
+            // A failed rollback has no caller to tell: the step that failed (or the
+            // panic) is what the run reports.
+            let _ = self.end(false);
+        }
+    }
+}
+
 /// A cursor, deleted on drop.
 struct Cursor(*mut Opaque);
 
@@ -216,42 +244,41 @@ impl Engine for Kyoto {
     fn transact(&self, keys: &[&[u8]], update: &mut Update<'_>, sync: bool) -> Result<bool> {
         // Kyoto runs one transaction at a time (`begin_transaction` waits for the one
         // running to end), so a transaction never conflicts. A hard one syncs the file
-        // and its transaction log at commit: what a synced commit asks.
+        // and its transaction log at commit: what a synced commit asks. Other threads'
+        // plain operations are not kept out of it: serializable only while every write
+        // is a transaction, as in the transactions suite.
         // SAFETY: live object.
         if unsafe { kcdbbegintran(self.db, i32::from(sync)) } == 0 {
             return Err(self.error("begin transaction"));
         }
-        let done = (|| {
-            let mut read = Vec::with_capacity(keys.len());
-            for key in keys {
-                let mut value = None;
-                self.get(key, &mut |v| value = Some(v.to_vec()))?;
-                read.push(value);
-            }
-            for (key, value) in keys.iter().zip(update(&read)) {
-                // SAFETY: slices valid for the call; Kyoto copies them.
-                if unsafe {
-                    kcdbset(
-                        self.db,
-                        key.as_ptr().cast(),
-                        key.len(),
-                        value.as_ptr().cast(),
-                        value.len(),
-                    )
-                } == 0
-                {
-                    return Err(self.error("set"));
-                }
-            }
-            Ok(())
-        })();
-        // SAFETY: live object, inside the transaction begun above: commit it if every
-        // step went through, else roll it back.
-        let ended = unsafe { kcdbendtran(self.db, i32::from(done.is_ok())) };
-        done?;
-        if ended == 0 {
-            return Err(self.error("commit"));
+        // Rolled back unless committed below, even if `update` panics: an open
+        // transaction would keep every other thread waiting in `kcdbbegintran`.
+        let mut tran = Tran {
+            kyoto: self,
+            open: true,
+        };
+        let mut read = Vec::with_capacity(keys.len());
+        for key in keys {
+            let mut value = None;
+            self.get(key, &mut |v| value = Some(v.to_vec()))?;
+            read.push(value);
         }
+        for (key, value) in keys.iter().zip(update(&read)) {
+            // SAFETY: slices valid for the call; Kyoto copies them.
+            if unsafe {
+                kcdbset(
+                    self.db,
+                    key.as_ptr().cast(),
+                    key.len(),
+                    value.as_ptr().cast(),
+                    value.len(),
+                )
+            } == 0
+            {
+                return Err(self.error("set"));
+            }
+        }
+        tran.end(true)?;
         Ok(true)
     }
     fn scan(
