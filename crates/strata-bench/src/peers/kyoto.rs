@@ -111,6 +111,23 @@ impl Kyoto {
         anyhow!("Kyoto Cabinet {what}: {msg}")
     }
 
+    fn set(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        // SAFETY: slices valid for the call; Kyoto copies them.
+        if unsafe {
+            kcdbset(
+                self.db,
+                key.as_ptr().cast(),
+                key.len(),
+                value.as_ptr().cast(),
+                value.len(),
+            )
+        } == 0
+        {
+            return Err(self.error("set"));
+        }
+        Ok(())
+    }
+
     fn sync(&self, sync: bool) -> Result<()> {
         // SAFETY: live object; no callback.
         if sync && unsafe { kcdbsync(self.db, 1, std::ptr::null(), std::ptr::null_mut()) } == 0 {
@@ -192,19 +209,7 @@ impl Cursor {
 
 impl Engine for Kyoto {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) -> Result<()> {
-        // SAFETY: slices valid for the call; Kyoto copies them.
-        if unsafe {
-            kcdbset(
-                self.db,
-                key.as_ptr().cast(),
-                key.len(),
-                value.as_ptr().cast(),
-                value.len(),
-            )
-        } == 0
-        {
-            return Err(self.error("set"));
-        }
+        self.set(key, value)?;
         self.sync(sync)
     }
     fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
@@ -264,19 +269,7 @@ impl Engine for Kyoto {
             read.push(value);
         }
         for (key, value) in keys.iter().zip(update(&read)) {
-            // SAFETY: slices valid for the call; Kyoto copies them.
-            if unsafe {
-                kcdbset(
-                    self.db,
-                    key.as_ptr().cast(),
-                    key.len(),
-                    value.as_ptr().cast(),
-                    value.len(),
-                )
-            } == 0
-            {
-                return Err(self.error("set"));
-            }
+            self.set(key, &value)?;
         }
         tran.end(true)?;
         Ok(true)
