@@ -254,6 +254,22 @@ impl KvMachine for MemMachine {
     fn read(&self, key: &str) -> Result<Option<String>, StorageError<u64>> {
         Ok(self.0.lock().unwrap().kv.get(key).cloned())
     }
+
+    fn scan(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StorageError<u64>> {
+        let st = self.0.lock().unwrap();
+        Ok(st
+            .kv
+            .range(start.to_string()..)
+            .take_while(|(k, _)| end.is_none_or(|e| k.as_str() < e))
+            .take(limit)
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -41,8 +41,10 @@
 )]
 
 mod error;
+mod http;
 pub mod keys;
 mod log_store;
+pub mod metrics;
 pub mod service;
 mod state_machine;
 

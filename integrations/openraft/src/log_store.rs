@@ -22,6 +22,7 @@ use strata::{Db, WriteBatch, WriteOptions};
 
 use crate::error::{self, BadRecord};
 use crate::keys;
+use crate::metrics::NodeMetrics;
 
 const SYNC: WriteOptions = WriteOptions { sync: true };
 
@@ -31,6 +32,8 @@ pub struct StrataLogStore<C: RaftTypeConfig> {
     db: Arc<Db>,
     /// Appends written and waiting for their sync, in order.
     flusher: std::sync::mpsc::Sender<LogFlushed<C>>,
+    /// Its syncs and the committed index, for `/metrics`.
+    metrics: Arc<NodeMetrics>,
     _config: PhantomData<C>,
 }
 
@@ -39,6 +42,7 @@ impl<C: RaftTypeConfig> Clone for StrataLogStore<C> {
         StrataLogStore {
             db: Arc::clone(&self.db),
             flusher: self.flusher.clone(),
+            metrics: Arc::clone(&self.metrics),
             _config: PhantomData,
         }
     }
@@ -49,11 +53,13 @@ impl<C: RaftTypeConfig> Clone for StrataLogStore<C> {
 fn flush_appends<C: RaftTypeConfig>(
     db: Arc<Db>,
     waiting: std::sync::mpsc::Receiver<LogFlushed<C>>,
+    metrics: Arc<NodeMetrics>,
 ) {
     while let Ok(first) = waiting.recv() {
         let mut group = vec![first];
         group.extend(waiting.try_iter());
         let synced = db.flush_wal(true);
+        metrics.count_fsync();
         for callback in group {
             tell(callback, &synced);
         }
@@ -85,15 +91,24 @@ where
     pub fn new(db: Arc<Db>) -> Self {
         let (flusher, waiting) = std::sync::mpsc::channel();
         let flushed_db = Arc::clone(&db);
+        let metrics = Arc::new(NodeMetrics::default());
+        let counted = Arc::clone(&metrics);
         // If the thread cannot start, the receiver goes with it and `append` syncs in place.
         let _ = std::thread::Builder::new()
             .name("strata-raft-flush".into())
-            .spawn(move || flush_appends::<C>(flushed_db, waiting));
+            .spawn(move || flush_appends::<C>(flushed_db, waiting, counted));
         StrataLogStore {
             db,
             flusher,
+            metrics,
             _config: PhantomData,
         }
+    }
+
+    /// The node's counters this store adds to (its syncs, the committed index): hand them
+    /// to the service (`service::start_with_metrics`) so that `/metrics` shows them.
+    pub fn metrics(&self) -> Arc<NodeMetrics> {
+        Arc::clone(&self.metrics)
     }
 
     /// The record under `key`, decoded, if there is one.
@@ -121,6 +136,9 @@ where
     ) -> Result<(), StorageError<u64>> {
         let bytes = error::encode(value)
             .map_err(|e| error::storage(subject.clone(), ErrorVerb::Write, &e))?;
+        if sync {
+            self.metrics.count_fsync();
+        }
         self.db
             .put_opt(key, bytes, &WriteOptions { sync })
             .map_err(|e| error::storage(subject, ErrorVerb::Write, &e))
@@ -237,6 +255,7 @@ where
     ) -> Result<(), StorageError<u64>> {
         // Not synced: openraft needs the committed id only as a hint after a restart (it
         // re-learns it from the leader); a lost one costs a replay, never a wrong answer.
+        self.metrics.set_committed(committed.map(|c| c.index));
         self.write_meta(keys::COMMITTED, &committed, ErrorSubject::Store, false)
     }
 
@@ -271,6 +290,7 @@ where
         if let Err(std::sync::mpsc::SendError(callback)) = self.flusher.send(callback) {
             // No flusher (its thread could not start): sync here.
             let synced = self.db.flush_wal(true);
+            self.metrics.count_fsync();
             tell(callback, &synced);
             synced.map_err(|e| error::write_logs(&e))?;
         }
@@ -278,6 +298,7 @@ where
     }
 
     async fn truncate(&mut self, log_id: LogId<u64>) -> Result<(), StorageError<u64>> {
+        self.metrics.count_fsync();
         self.db
             .delete_range_opt(keys::log(log_id.index), keys::LOG_END, &SYNC)
             .map_err(|e| error::write_logs(&e))
@@ -296,6 +317,7 @@ where
         let previous: Option<LogId<u64>> = self.read_meta(keys::PURGED, ErrorSubject::Logs)?;
         let start = previous.map_or(0, |p| p.index.saturating_add(1));
         batch.delete_range(keys::log(start), end);
+        self.metrics.count_fsync();
         self.db
             .write_opt(batch, &SYNC)
             .map_err(|e| error::write_logs(&e))

@@ -40,6 +40,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::metrics::NodeMetrics;
 use crate::{Proposal, Request, Response, Session, StrataStateMachine, TypeConfig, Write};
 
 /// A node of the cluster.
@@ -58,13 +59,16 @@ pub const MAX_IN_FLIGHT: usize = 1;
 const PROPOSAL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Most writes in one proposal.
-const MAX_BATCH_WRITES: usize = 4096;
+pub const MAX_BATCH_WRITES: usize = 4096;
 
 /// Most bytes of keys and values in one proposal (the entry travels in one frame).
-const MAX_BATCH_BYTES: usize = 4 << 20;
+pub const MAX_BATCH_BYTES: usize = 4 << 20;
 
 /// Largest key plus value a write may carry.
 pub const MAX_WRITE_BYTES: usize = 1 << 20;
+
+/// Most keys one scan answers (a larger limit is cut to this).
+pub const MAX_SCAN_KEYS: usize = 10_000;
 
 /// What is asked of a node.
 #[derive(Debug, Serialize, Deserialize)]
@@ -79,6 +83,18 @@ pub enum Call {
     Write(Write),
     /// A client's linearizable read of a key.
     Read(String),
+    /// A client's linearizable read of a range of keys: from `start` (included) to `end`
+    /// (excluded; `None`: to the last key), at most `limit` keys.
+    Scan {
+        /// The first key.
+        start: String,
+        /// The key after the last.
+        end: Option<String>,
+        /// Most keys answered.
+        limit: usize,
+    },
+    /// A client's writes applied atomically and in order: one Raft entry of their own.
+    Batch(Vec<Write>),
     /// The node's own view, for tests and operators: its leader, last applied index and
     /// the membership it knows.
     Status,
@@ -139,6 +155,10 @@ pub enum Answer {
     Write(Result<Response, ClientError>),
     /// To [`Call::Read`].
     Read(Result<Option<String>, ClientError>),
+    /// To [`Call::Scan`]: the keys and values found, in key order.
+    Scan(Result<Vec<(String, String)>, ClientError>),
+    /// To [`Call::Batch`]: each write's response, in order.
+    Batch(Result<Vec<Response>, ClientError>),
     /// To [`Call::Status`].
     Status(Status),
     /// To [`Call::AddLearner`], [`Call::Promote`] and [`Call::Remove`]: the leader's view
@@ -184,7 +204,7 @@ async fn receive<T: serde::de::DeserializeOwned>(
 
 /// One request and its answer on `stream` (connecting first when there is none), within
 /// `ttl`. On any failure the connection is dropped, so the next call reconnects.
-async fn call(
+pub(crate) async fn call(
     stream: &mut Option<TcpStream>,
     addr: &str,
     message: &Call,
@@ -312,16 +332,34 @@ impl RaftNetwork<TypeConfig> for PeerClient {
 pub trait KvMachine: openraft::storage::RaftStateMachine<TypeConfig> + Clone {
     /// The value of `key` as the state machine holds it now.
     fn read(&self, key: &str) -> Result<Option<String>, openraft::StorageError<u64>>;
+
+    /// The keys from `start` (included) to `end` (excluded; `None`: to the last), at most
+    /// `limit`, in key order, with their values as the state machine holds them now.
+    fn scan(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, openraft::StorageError<u64>>;
 }
 
 impl KvMachine for StrataStateMachine {
     fn read(&self, key: &str) -> Result<Option<String>, openraft::StorageError<u64>> {
         self.get(key)
     }
+
+    fn scan(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, openraft::StorageError<u64>> {
+        StrataStateMachine::scan(self, start, end, limit)
+    }
 }
 
 /// A write waiting for its proposal, and where its answer goes.
-type Pending = (
+pub(crate) type Pending = (
     Write,
     tokio::sync::oneshot::Sender<Result<Response, ClientError>>,
 );
@@ -332,10 +370,41 @@ pub async fn serve<M: KvMachine>(
     raft: KvRaft,
     sm: M,
 ) -> std::io::Result<()> {
+    serve_with(listener, None, raft, sm, Arc::new(NodeMetrics::default())).await
+}
+
+/// [`serve`], and the HTTP/JSON interface on `http` if given (`crate::http`), counting
+/// into `metrics` (the log store's, so that `/metrics` shows its syncs).
+pub async fn serve_with<M: KvMachine>(
+    listener: TcpListener,
+    http: Option<TcpListener>,
+    raft: KvRaft,
+    sm: M,
+    metrics: Arc<NodeMetrics>,
+) -> std::io::Result<()> {
     let (writes, waiting) = tokio::sync::mpsc::unbounded_channel();
-    let proposer = tokio::spawn(propose(raft.clone(), waiting));
+    let proposer = tokio::spawn(propose(raft.clone(), waiting, Arc::clone(&metrics)));
     // The proposer ends when the queue's last sender (this loop's) goes.
     let _proposer = AbortOnDrop(proposer);
+    let _watcher = AbortOnDrop(tokio::spawn(count_leader_changes(
+        raft.clone(),
+        Arc::clone(&metrics),
+    )));
+    let _http = match http {
+        Some(l) => {
+            let node = crate::http::Node {
+                raft: raft.clone(),
+                sm: sm.clone(),
+                writes: writes.clone(),
+                metrics: Arc::clone(&metrics),
+            };
+            Some(AbortOnDrop(tokio::spawn(async move {
+                // The HTTP interface ends with the node; an accept error ends it alone.
+                let _ = crate::http::serve(l, node).await;
+            })))
+        }
+        None => None,
+    };
     // Connections end with the server (a node shut down in a process that goes on).
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -364,9 +433,28 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Counts the changes of the leader `raft` knows (to another node, not to none).
+async fn count_leader_changes(raft: KvRaft, metrics: Arc<NodeMetrics>) {
+    let mut watch = raft.metrics();
+    let mut last = watch.borrow().current_leader;
+    while watch.changed().await.is_ok() {
+        let leader = watch.borrow().current_leader;
+        if leader.is_some() && leader != last {
+            if last.is_some() {
+                metrics.count_leader_change();
+            }
+            last = leader;
+        }
+    }
+}
+
 /// RS6: takes the writes waiting, as many as fit one proposal, whenever fewer than
 /// [`MAX_IN_FLIGHT`] proposals are in flight, and proposes them as one entry.
-async fn propose(raft: KvRaft, mut waiting: tokio::sync::mpsc::UnboundedReceiver<Pending>) {
+async fn propose(
+    raft: KvRaft,
+    mut waiting: tokio::sync::mpsc::UnboundedReceiver<Pending>,
+    metrics: Arc<NodeMetrics>,
+) {
     let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let mut carried: Option<Pending> = None;
     loop {
@@ -397,6 +485,7 @@ async fn propose(raft: KvRaft, mut waiting: tokio::sync::mpsc::UnboundedReceiver
             }
         }
         let raft = raft.clone();
+        metrics.count_proposal(batch.len());
         tokio::spawn(async move {
             let (writes, replies): (Vec<Write>, Vec<_>) = batch.into_iter().unzip();
             let n = writes.len();
@@ -443,7 +532,7 @@ fn write_bytes(w: &Write) -> usize {
     }
 }
 
-async fn answer<M: KvMachine>(
+pub(crate) async fn answer<M: KvMachine>(
     raft: &KvRaft,
     sm: &M,
     writes: &tokio::sync::mpsc::UnboundedSender<Pending>,
@@ -461,6 +550,16 @@ async fn answer<M: KvMachine>(
             }
             Err(e) => Err(ClientError::Other(e.to_string())),
         }),
+        Call::Scan { start, end, limit } => Answer::Scan(match raft.ensure_linearizable().await {
+            Ok(_) => sm
+                .scan(&start, end.as_deref(), limit.min(MAX_SCAN_KEYS))
+                .map_err(|e| ClientError::Other(e.to_string())),
+            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+                Err(ClientError::ForwardToLeader(f.leader_id))
+            }
+            Err(e) => Err(ClientError::Other(e.to_string())),
+        }),
+        Call::Batch(writes) => Answer::Batch(batch(raft, writes).await),
         Call::Status => Answer::Status(status(raft)),
         Call::AddLearner { id, addr } => Answer::Admin(admin(
             raft,
@@ -476,8 +575,54 @@ async fn answer<M: KvMachine>(
     }
 }
 
+/// Proposes a client's batch as one entry of its own (its writes apply atomically, in
+/// order), after the checks a lone write has, and the limits of a proposal.
+async fn batch(raft: &KvRaft, writes: Vec<Write>) -> Result<Vec<Response>, ClientError> {
+    if writes.is_empty() {
+        return Ok(Vec::new());
+    }
+    if writes.len() > MAX_BATCH_WRITES {
+        return Err(ClientError::Invalid(format!(
+            "a batch of {} writes; at most {MAX_BATCH_WRITES}",
+            writes.len()
+        )));
+    }
+    let mut total = 0;
+    for w in &writes {
+        let size = write_bytes(w);
+        if size > MAX_WRITE_BYTES {
+            return Err(ClientError::Invalid(format!(
+                "a write of {size} bytes of key and value; at most {MAX_WRITE_BYTES}"
+            )));
+        }
+        total += size;
+    }
+    if total > MAX_BATCH_BYTES {
+        return Err(ClientError::Invalid(format!(
+            "a batch of {total} bytes of keys and values; at most {MAX_BATCH_BYTES}"
+        )));
+    }
+    let m = raft.metrics().borrow().clone();
+    if m.current_leader != Some(m.id) {
+        return Err(ClientError::ForwardToLeader(m.current_leader));
+    }
+    let n = writes.len();
+    match tokio::time::timeout(PROPOSAL_TIMEOUT, raft.client_write(Proposal { writes })).await {
+        Err(_) => Err(ClientError::Other(format!(
+            "no outcome for the batch in {} s",
+            PROPOSAL_TIMEOUT.as_secs()
+        ))),
+        Ok(Ok(r)) if r.data.len() == n => Ok(r.data),
+        Ok(Ok(r)) => Err(ClientError::Other(format!(
+            "{n} writes proposed, {} answers applied",
+            r.data.len()
+        ))),
+        Ok(Err(e)) => Err(client_error(e)),
+    }
+}
+
 /// The node's view of itself and its cluster.
-fn status(raft: &KvRaft) -> Status {
+pub(crate) fn status(raft: &KvRaft) -> Status {
     let m = raft.metrics().borrow().clone();
     let membership = m.membership_config.membership();
     Status {
@@ -686,6 +831,8 @@ impl Client {
                 }
                 Ok(Answer::Write(Err(ClientError::ForwardToLeader(l))))
                 | Ok(Answer::Read(Err(ClientError::ForwardToLeader(l))))
+                | Ok(Answer::Scan(Err(ClientError::ForwardToLeader(l))))
+                | Ok(Answer::Batch(Err(ClientError::ForwardToLeader(l))))
                 | Ok(Answer::Admin(Err(ClientError::ForwardToLeader(l)))) => {
                     last = format!("node {id} forwards to {l:?}");
                     // A leader this client has no address for: the node knows it.
@@ -873,8 +1020,20 @@ pub async fn start_node(
     config: openraft::Config,
     listener: TcpListener,
 ) -> Result<Started, Box<dyn std::error::Error + Send + Sync>> {
+    start_node_with_http(id, dir, config, listener, None).await
+}
+
+/// [`start_node`], with the HTTP/JSON interface served on `http` if given.
+pub async fn start_node_with_http(
+    id: u64,
+    dir: &std::path::Path,
+    config: openraft::Config,
+    listener: TcpListener,
+    http: Option<TcpListener>,
+) -> Result<Started, Box<dyn std::error::Error + Send + Sync>> {
     let (log, sm) = crate::open(dir)?;
-    start_with(id, config, listener, log, sm).await
+    let metrics = log.metrics();
+    start_with_metrics(id, config, listener, http, log, sm, metrics).await
 }
 
 /// Starts a node over any log store and state machine (the figures compare Strata's with
@@ -890,8 +1049,35 @@ where
     L: openraft::storage::RaftLogStorage<TypeConfig>,
     M: KvMachine,
 {
+    start_with_metrics(
+        id,
+        config,
+        listener,
+        None,
+        log,
+        sm,
+        Arc::new(NodeMetrics::default()),
+    )
+    .await
+}
+
+/// [`start_with`], with the HTTP/JSON interface on `http` if given, counting into
+/// `metrics`.
+pub async fn start_with_metrics<L, M>(
+    id: u64,
+    config: openraft::Config,
+    listener: TcpListener,
+    http: Option<TcpListener>,
+    log: L,
+    sm: M,
+    metrics: Arc<NodeMetrics>,
+) -> Result<Started, Box<dyn std::error::Error + Send + Sync>>
+where
+    L: openraft::storage::RaftLogStorage<TypeConfig>,
+    M: KvMachine,
+{
     let config = Arc::new(config.validate()?);
     let raft = Raft::new(id, config, Network, log, sm.clone()).await?;
-    let server = tokio::spawn(serve(listener, raft.clone(), sm));
+    let server = tokio::spawn(serve_with(listener, http, raft.clone(), sm, metrics));
     Ok((raft, server))
 }

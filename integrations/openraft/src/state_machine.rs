@@ -307,6 +307,29 @@ impl StrataStateMachine {
         self.read_value(key, &ReadOptions::default())
     }
 
+    /// The keys from `start` (included) to `end` (excluded; `None`: to the last), at most
+    /// `limit` of them, in key order, with their values as the state machine holds them
+    /// now (a local read, as [`Self::get`]).
+    pub fn scan(
+        &self,
+        start: &str,
+        end: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, String)>, StorageError<u64>> {
+        let to = end.map_or_else(|| keys::DATA_END.to_vec(), keys::data);
+        let text = |b: &[u8]| {
+            String::from_utf8(b.to_vec()).map_err(|_| {
+                error::read_sm(&BadRecord("a state-machine record is not UTF-8".into()))
+            })
+        };
+        let mut found = Vec::new();
+        for entry in self.db.range(keys::data(start)..to).take(limit) {
+            let (k, v) = entry.map_err(|e| error::read_sm(&e))?;
+            found.push((text(&k[keys::DATA.len()..])?, text(&v)?));
+        }
+        Ok(found)
+    }
+
     fn read_value(&self, key: &str, ro: &ReadOptions) -> Result<Option<String>, StorageError<u64>> {
         let k = keys::data(key);
         let got = self.db.get_opt(&k, ro).map_err(|e| error::read_sm(&e))?;

@@ -49,6 +49,10 @@ struct Serve {
     /// The address to serve on (Raft and clients).
     #[arg(long, required = true)]
     addr: Option<String>,
+    /// Also serve the HTTP/JSON interface (keys, scans, batches, administration,
+    /// `/metrics`) on this address.
+    #[arg(long)]
+    http: Option<String>,
     /// A member of the cluster, as ID=ADDR (every member, this node included).
     #[arg(long = "peer", value_parser = parse_peer)]
     peers: Vec<(u64, String)>,
@@ -199,7 +203,11 @@ async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error + Send + Syn
         ..Default::default()
     };
     let listener = tokio::net::TcpListener::bind(&addr).await?;
-    let (raft, server) = service::start_node(id, &dir, config, listener).await?;
+    let http = match &args.http {
+        Some(a) => Some(tokio::net::TcpListener::bind(a).await?),
+        None => None,
+    };
+    let (raft, server) = service::start_node_with_http(id, &dir, config, listener, http).await?;
     if args.init {
         let members: BTreeMap<u64, BasicNode> = args
             .peers
@@ -211,7 +219,10 @@ async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error + Send + Syn
             eprintln!("initialize: {e}");
         }
     }
-    println!("ready {addr}");
+    match &args.http {
+        Some(h) => println!("ready {addr} http {h}"),
+        None => println!("ready {addr}"),
+    }
     server.await??;
     Ok(())
 }

@@ -1,0 +1,477 @@
+//! The HTTP/JSON interface of a node (`strata-kv-node serve --http ADDR`): keys and values
+//! for people and programs that speak HTTP, the cluster's administration, and a
+//! Prometheus `/metrics` page. It runs beside the framed port (`service`), which Raft's
+//! messages keep using.
+//!
+//! | method and path | what it does |
+//! |---|---|
+//! | `GET /kv/{key}` | linearizable read: `{"key", "value"}`, or 404 |
+//! | `PUT /kv/{key}` | sets the key to the request body (UTF-8 text): `{"previous", "duplicate"}` |
+//! | `DELETE /kv/{key}` | removes the key: `{"previous", "duplicate"}` |
+//! | `GET /kv?start=&end=&limit=` | linearizable scan, `end` excluded: `{"items": [{"key", "value"}], "next"}` |
+//! | `POST /batch` | `{"writes": [{"op": "set", "key", "value"}, {"op": "delete", "key"}]}`, applied atomically and in order: `{"results": [...]}` |
+//! | `GET /cluster` | the leader and the members as this node knows them |
+//! | `POST /cluster/learners` | `{"id", "addr"}`: add a node as a learner (answers once it caught up) |
+//! | `POST /cluster/voters` | `{"ids": [...]}`: make learners voters |
+//! | `DELETE /cluster/nodes/{id}` | remove a voter or a learner |
+//! | `GET /metrics` | Prometheus's text format (`metrics.rs`) |
+//!
+//! A `PUT` or `DELETE` may carry `?client=ID&seq=N` (a session, RS5): resent with the same
+//! pair, it applies once, and the answer says `"duplicate": true`.
+//!
+//! Rules:
+//! - Any node takes any request: one that does not lead passes it to the leader's framed
+//!   port (the membership has its address) and answers what the leader answered.
+//! - A request that cannot be valid (malformed JSON or query, a value that is not UTF-8,
+//!   an oversize write, an unknown node) gets a 4xx and a one-line reason as
+//!   `{"error": "..."}` and changes nothing; 503 means the cluster could not answer now
+//!   (no leader yet, no quorum) and the request may be retried (a write with a session
+//!   safely).
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response as HttpResponse};
+use axum::routing::{delete, get, post};
+use serde::Deserialize;
+use serde_json::json;
+use tokio::net::TcpListener;
+
+use crate::metrics::NodeMetrics;
+use crate::service::{
+    self, Answer, Call, ClientError, KvMachine, KvRaft, MAX_BATCH_BYTES, MAX_SCAN_KEYS,
+    MAX_WRITE_BYTES, Pending,
+};
+use crate::{Request, Response, Session, Write};
+
+/// How long a request passed to the leader may take.
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Keys a scan answers when the request names no limit.
+const DEFAULT_SCAN_LIMIT: usize = 100;
+
+/// What the handlers share: the node, its write queue and its counters.
+pub(crate) struct Node<M> {
+    pub(crate) raft: KvRaft,
+    pub(crate) sm: M,
+    pub(crate) writes: tokio::sync::mpsc::UnboundedSender<Pending>,
+    pub(crate) metrics: Arc<NodeMetrics>,
+}
+
+impl<M> std::fmt::Debug for Node<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node").finish_non_exhaustive()
+    }
+}
+
+impl<M: Clone> Clone for Node<M> {
+    fn clone(&self) -> Self {
+        Node {
+            raft: self.raft.clone(),
+            sm: self.sm.clone(),
+            writes: self.writes.clone(),
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
+
+/// Serves the HTTP interface of `node` on `listener` until the task is dropped.
+pub(crate) async fn serve<M: KvMachine + Send + Sync + 'static>(
+    listener: TcpListener,
+    node: Node<M>,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(node)).await
+}
+
+fn router<M: KvMachine + Send + Sync + 'static>(node: Node<M>) -> Router {
+    Router::new()
+        .route("/kv", get(scan::<M>))
+        .route(
+            "/kv/{*key}",
+            get(read::<M>).put(put::<M>).delete(remove_key::<M>),
+        )
+        .route("/batch", post(batch::<M>))
+        .route("/cluster", get(cluster::<M>))
+        .route("/cluster/learners", post(add_learner::<M>))
+        .route("/cluster/voters", post(promote::<M>))
+        .route("/cluster/nodes/{id}", delete(remove_node::<M>))
+        .route("/metrics", get(metrics::<M>))
+        .fallback(|| async {
+            error(
+                StatusCode::NOT_FOUND,
+                "no such endpoint (see docs/distributed.md)",
+            )
+        })
+        // A batch's JSON may escape its bytes; the limits on keys and values are checked
+        // on the decoded request, with a reason.
+        .layer(DefaultBodyLimit::max(2 * MAX_BATCH_BYTES + (64 << 10)))
+        .with_state(node)
+}
+
+/// `{"error": reason}` with `status`.
+fn error(status: StatusCode, reason: impl std::fmt::Display) -> HttpResponse {
+    // One line: a reason never spans several.
+    let reason = reason.to_string().replace('\n', " ");
+    (status, Json(json!({ "error": reason }))).into_response()
+}
+
+/// The answer to a refusal from the node (or the leader it passed the request to).
+fn refused(e: ClientError) -> HttpResponse {
+    match e {
+        ClientError::Invalid(reason) => error(StatusCode::BAD_REQUEST, reason),
+        ClientError::ForwardToLeader(None) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "no leader is known yet (an election may be under way); retry",
+        ),
+        ClientError::ForwardToLeader(Some(l)) => error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("node {l} leads and did not take the request; retry"),
+        ),
+        ClientError::Other(reason) => error(StatusCode::SERVICE_UNAVAILABLE, reason),
+    }
+}
+
+/// The leader a refusal points to, if it is one.
+fn leader_named(answer: &Answer) -> Option<u64> {
+    match answer {
+        Answer::Write(Err(ClientError::ForwardToLeader(Some(l))))
+        | Answer::Read(Err(ClientError::ForwardToLeader(Some(l))))
+        | Answer::Scan(Err(ClientError::ForwardToLeader(Some(l))))
+        | Answer::Batch(Err(ClientError::ForwardToLeader(Some(l))))
+        | Answer::Admin(Err(ClientError::ForwardToLeader(Some(l)))) => Some(*l),
+        _ => None,
+    }
+}
+
+/// Answers `make()`'s call here, or, when this node does not lead, at the leader.
+async fn ask<M: KvMachine>(
+    node: &Node<M>,
+    make: impl Fn() -> Call,
+) -> Result<Answer, HttpResponse> {
+    let answer = service::answer(&node.raft, &node.sm, &node.writes, make()).await;
+    let Some(leader) = leader_named(&answer) else {
+        return Ok(answer);
+    };
+    let Some(addr) = service::status(&node.raft).nodes.get(&leader).cloned() else {
+        return Ok(answer);
+    };
+    service::call(&mut None, &addr, &make(), FORWARD_TIMEOUT)
+        .await
+        .map_err(|e| {
+            error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("node {leader} leads and did not answer ({e}); retry"),
+            )
+        })
+}
+
+/// An answer that is not the one the call asks for.
+fn unexpected() -> HttpResponse {
+    error(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "the node answered another call",
+    )
+}
+
+async fn read<M: KvMachine>(State(node): State<Node<M>>, Path(key): Path<String>) -> HttpResponse {
+    match ask(&node, || Call::Read(key.clone())).await {
+        Ok(Answer::Read(Ok(Some(value)))) => {
+            Json(json!({ "key": key, "value": value })).into_response()
+        }
+        Ok(Answer::Read(Ok(None))) => error(StatusCode::NOT_FOUND, format!("no value for {key:?}")),
+        Ok(Answer::Read(Err(e))) => refused(e),
+        Ok(_) => unexpected(),
+        Err(r) => r,
+    }
+}
+
+/// A write's optional session, from its query.
+#[derive(Debug, Deserialize)]
+struct SessionQuery {
+    client: Option<u64>,
+    seq: Option<u64>,
+}
+
+fn session(
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> Result<Option<Session>, HttpResponse> {
+    let Query(q) = q.map_err(|e| error(StatusCode::BAD_REQUEST, e.body_text()))?;
+    match (q.client, q.seq) {
+        (None, None) => Ok(None),
+        (Some(client), Some(seq)) if seq > 0 => Ok(Some(Session { client, seq })),
+        (Some(_), Some(_)) => Err(error(StatusCode::BAD_REQUEST, "seq counts from 1")),
+        _ => Err(error(
+            StatusCode::BAD_REQUEST,
+            "a session needs both client and seq",
+        )),
+    }
+}
+
+/// Sends one write and answers its response.
+async fn write<M: KvMachine>(node: &Node<M>, write: Write) -> HttpResponse {
+    let size = match &write.request {
+        Request::Set { key, value } => key.len() + value.len(),
+        Request::Delete { key } => key.len(),
+    };
+    if size > MAX_WRITE_BYTES {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!("a write of {size} bytes of key and value; at most {MAX_WRITE_BYTES}"),
+        );
+    }
+    match ask(node, || Call::Write(write.clone())).await {
+        Ok(Answer::Write(Ok(r))) => Json(response_json(&r)).into_response(),
+        Ok(Answer::Write(Err(e))) => refused(e),
+        Ok(_) => unexpected(),
+        Err(r) => r,
+    }
+}
+
+fn response_json(r: &Response) -> serde_json::Value {
+    json!({ "previous": r.previous, "duplicate": r.duplicate })
+}
+
+async fn put<M: KvMachine>(
+    State(node): State<Node<M>>,
+    Path(key): Path<String>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+    body: Bytes,
+) -> HttpResponse {
+    let session = match session(q) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    if key.len() + body.len() > MAX_WRITE_BYTES {
+        return error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "a write of {} bytes of key and value; at most {MAX_WRITE_BYTES}",
+                key.len() + body.len()
+            ),
+        );
+    }
+    let Ok(value) = String::from_utf8(body.to_vec()) else {
+        return error(StatusCode::BAD_REQUEST, "the value is not UTF-8 text");
+    };
+    let request = Request::Set { key, value };
+    write(&node, Write { session, request }).await
+}
+
+async fn remove_key<M: KvMachine>(
+    State(node): State<Node<M>>,
+    Path(key): Path<String>,
+    q: Result<Query<SessionQuery>, QueryRejection>,
+) -> HttpResponse {
+    let session = match session(q) {
+        Ok(s) => s,
+        Err(r) => return r,
+    };
+    let request = Request::Delete { key };
+    write(&node, Write { session, request }).await
+}
+
+#[derive(Debug, Deserialize)]
+struct ScanQuery {
+    start: Option<String>,
+    end: Option<String>,
+    limit: Option<usize>,
+}
+
+async fn scan<M: KvMachine>(
+    State(node): State<Node<M>>,
+    q: Result<Query<ScanQuery>, QueryRejection>,
+) -> HttpResponse {
+    let Query(q) = match q {
+        Ok(q) => q,
+        Err(e) => return error(StatusCode::BAD_REQUEST, e.body_text()),
+    };
+    let limit = q.limit.unwrap_or(DEFAULT_SCAN_LIMIT);
+    if limit == 0 || limit > MAX_SCAN_KEYS {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("limit must be from 1 to {MAX_SCAN_KEYS}"),
+        );
+    }
+    let start = q.start.unwrap_or_default();
+    if q.end.as_ref().is_some_and(|e| *e <= start) {
+        return Json(json!({ "items": [], "next": null })).into_response();
+    }
+    let call = || Call::Scan {
+        start: start.clone(),
+        end: q.end.clone(),
+        limit,
+    };
+    match ask(&node, call).await {
+        Ok(Answer::Scan(Ok(items))) => {
+            // A full page may have more after it: the next page starts just past its last
+            // key.
+            let next = (items.len() == limit)
+                .then(|| items.last().map(|(k, _)| format!("{k}\u{0}")))
+                .flatten();
+            let items: Vec<_> = items
+                .into_iter()
+                .map(|(key, value)| json!({ "key": key, "value": value }))
+                .collect();
+            Json(json!({ "items": items, "next": next })).into_response()
+        }
+        Ok(Answer::Scan(Err(e))) => refused(e),
+        Ok(_) => unexpected(),
+        Err(r) => r,
+    }
+}
+
+/// One write of a batch, as `POST /batch` takes it.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase", deny_unknown_fields)]
+enum BatchOp {
+    Set { key: String, value: String },
+    Delete { key: String },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BatchBody {
+    writes: Vec<BatchOp>,
+}
+
+async fn batch<M: KvMachine>(
+    State(node): State<Node<M>>,
+    body: Result<Json<BatchBody>, JsonRejection>,
+) -> HttpResponse {
+    let Json(body) = match body {
+        Ok(b) => b,
+        Err(e) => return error(e.status(), e.body_text()),
+    };
+    let writes: Vec<Write> = body
+        .writes
+        .into_iter()
+        .map(|op| Write {
+            session: None,
+            request: match op {
+                BatchOp::Set { key, value } => Request::Set { key, value },
+                BatchOp::Delete { key } => Request::Delete { key },
+            },
+        })
+        .collect();
+    match ask(&node, || Call::Batch(writes.clone())).await {
+        Ok(Answer::Batch(Ok(results))) => {
+            let results: Vec<_> = results.iter().map(response_json).collect();
+            Json(json!({ "results": results })).into_response()
+        }
+        Ok(Answer::Batch(Err(e))) => refused(e),
+        Ok(_) => unexpected(),
+        Err(r) => r,
+    }
+}
+
+async fn cluster<M: KvMachine>(State(node): State<Node<M>>) -> HttpResponse {
+    Json(service::status(&node.raft)).into_response()
+}
+
+/// The answer to a membership change.
+async fn admin<M: KvMachine>(node: &Node<M>, make: impl Fn() -> Call) -> HttpResponse {
+    match ask(node, make).await {
+        Ok(Answer::Admin(Ok(status))) => Json(status).into_response(),
+        Ok(Answer::Admin(Err(e))) => refused(e),
+        Ok(_) => unexpected(),
+        Err(r) => r,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NewLearner {
+    id: u64,
+    addr: String,
+}
+
+async fn add_learner<M: KvMachine>(
+    State(node): State<Node<M>>,
+    body: Result<Json<NewLearner>, JsonRejection>,
+) -> HttpResponse {
+    let Json(NewLearner { id, addr }) = match body {
+        Ok(b) => b,
+        Err(e) => return error(e.status(), e.body_text()),
+    };
+    let known = service::status(&node.raft);
+    if known.voters.contains(&id) || known.learners.contains(&id) {
+        return error(
+            StatusCode::CONFLICT,
+            format!("node {id} is a member already"),
+        );
+    }
+    if addr.parse::<std::net::SocketAddr>().is_err() && !addr.contains(':') {
+        return error(
+            StatusCode::BAD_REQUEST,
+            format!("{addr:?} is not an address (HOST:PORT)"),
+        );
+    }
+    admin(&node, || Call::AddLearner {
+        id,
+        addr: addr.clone(),
+    })
+    .await
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Voters {
+    ids: BTreeSet<u64>,
+}
+
+async fn promote<M: KvMachine>(
+    State(node): State<Node<M>>,
+    body: Result<Json<Voters>, JsonRejection>,
+) -> HttpResponse {
+    let Json(Voters { ids }) = match body {
+        Ok(b) => b,
+        Err(e) => return error(e.status(), e.body_text()),
+    };
+    if ids.is_empty() {
+        return error(StatusCode::BAD_REQUEST, "no node named in ids");
+    }
+    let known = service::status(&node.raft);
+    if let Some(id) = ids
+        .iter()
+        .find(|id| !known.learners.contains(id) && !known.voters.contains(id))
+    {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("node {id} is not in the cluster (add it as a learner first)"),
+        );
+    }
+    admin(&node, || Call::Promote(ids.clone())).await
+}
+
+async fn remove_node<M: KvMachine>(
+    State(node): State<Node<M>>,
+    Path(id): Path<String>,
+) -> HttpResponse {
+    let Ok(id) = id.parse::<u64>() else {
+        return error(StatusCode::BAD_REQUEST, format!("{id:?} is not a node id"));
+    };
+    let known = service::status(&node.raft);
+    if !known.voters.contains(&id) && !known.learners.contains(&id) {
+        return error(
+            StatusCode::NOT_FOUND,
+            format!("node {id} is not in the cluster"),
+        );
+    }
+    admin(&node, || Call::Remove(BTreeSet::from([id]))).await
+}
+
+async fn metrics<M: KvMachine>(State(node): State<Node<M>>) -> HttpResponse {
+    let raft = node.raft.metrics().borrow().clone();
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        node.metrics.render(&raft),
+    )
+        .into_response()
+}
