@@ -7,7 +7,7 @@ SHELL := /bin/bash
 # A comma inside $(call ...)'s arguments.
 , := ,
 
-.PHONY: pages libleveldb test bench bench-full bench-yardstick bench-group-commit bench-transactions bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
+.PHONY: pages libleveldb test bench bench-full bench-yardstick bench-group-commit bench-transactions bench-transactions-fjall-ssi bench-readwhilewriting bench-value-sizes bench-scale leveldb-dbbench bench-micro soak stress-soak miri sanitize deps fmt fuzz-build fuzz-soak clean
 
 # `clippy -p strata --lib` lints the engine as users build it (no features; the
 # workspace's tools turn `internals` and `testing` on for everything else), and
@@ -101,6 +101,18 @@ bench-transactions: deps
 	$(BENCH_BUILD)
 	mkdir -p bench-report
 	$(call run_and_report,transactions,bench-report/transactions,--suite transactions --engines=strata$(,)rocksdb-optimistic$(,)rocksdb-pessimistic$(,)lmdb$(,)fjall-tx$(,)sqlite3-wal$(,)wiredtiger-btree$(,)kyoto-treedb --repeats=5 --duration=3)
+
+# fjall's optimistic serializable transactions (`ssi_tx`) against Strata's, the same
+# workloads: fjall builds one transaction mode at a time, so this is a strata-bench build
+# of its own (target/fjall-ssi), with Strata and fjall only.
+bench-transactions-fjall-ssi: deps
+	CARGO_TARGET_DIR=$(CURDIR)/target/fjall-ssi $(CARGO) build --release -p strata-bench --features fjall-ssi
+	mkdir -p bench-report
+	status=0; rm -f bench-report/transactions-fjall-ssi.json; \
+	./target/fjall-ssi/release/strata-bench --suite transactions --engines=strata,fjall-ssi --repeats=5 --duration=3 \
+		--group_timeout=$(GROUP_TIMEOUT) --json bench-report/transactions-fjall-ssi.json | tee bench-report/transactions-fjall-ssi.txt || status=$$?; \
+	if [ -f bench-report/transactions-fjall-ssi.json ]; then ./target/fjall-ssi/release/strata-bench report bench-report/transactions-fjall-ssi.json --out bench-report/transactions-fjall-ssi; fi; \
+	exit $$status
 
 bench-readwhilewriting: deps
 	$(BENCH_BUILD)

@@ -59,10 +59,12 @@ const PEERS: &[&str] = &[
     "wiredtiger-btree",
     #[cfg(not(feature = "lmdb"))]
     "lmdb",
-    #[cfg(not(feature = "fjall"))]
+    #[cfg(not(any(feature = "fjall", feature = "fjall-ssi")))]
     "fjall",
     #[cfg(not(feature = "fjall"))]
     "fjall-tx",
+    #[cfg(not(feature = "fjall-ssi"))]
+    "fjall-ssi",
 ];
 
 /// One column of a run: an engine this harness drives, or a peer's own benchmark program.

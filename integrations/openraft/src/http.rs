@@ -29,7 +29,6 @@
 //!   safely).
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
@@ -44,10 +43,9 @@ use serde::Deserialize;
 use serde_json::json;
 use tokio::net::TcpListener;
 
-use crate::metrics::NodeMetrics;
 use crate::service::{
-    self, Answer, Call, ClientError, KvMachine, KvRaft, MAX_BATCH_BYTES, MAX_SCAN_KEYS,
-    MAX_WRITE_BYTES, Pending,
+    self, Answer, Call, ClientError, KvMachine, MAX_BATCH_BYTES, MAX_SCAN_KEYS, MAX_WRITE_BYTES,
+    Node,
 };
 use crate::{Request, Response, Session, Write};
 
@@ -57,33 +55,27 @@ const FORWARD_TIMEOUT: Duration = Duration::from_secs(15);
 /// Keys a scan answers when the request names no limit.
 const DEFAULT_SCAN_LIMIT: usize = 100;
 
-/// What the handlers share: the node, its write queue and its counters.
-pub(crate) struct Node<M> {
-    pub(crate) raft: KvRaft,
-    pub(crate) sm: M,
-    pub(crate) writes: tokio::sync::mpsc::UnboundedSender<Pending>,
-    pub(crate) metrics: Arc<NodeMetrics>,
-}
-
-impl<M> std::fmt::Debug for Node<M> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Node").finish_non_exhaustive()
-    }
-}
-
-impl<M: Clone> Clone for Node<M> {
-    fn clone(&self) -> Self {
-        Node {
-            raft: self.raft.clone(),
-            sm: self.sm.clone(),
-            writes: self.writes.clone(),
-            metrics: Arc::clone(&self.metrics),
-        }
-    }
+/// Starts a node as `service::start_node` does, with this interface served on `http`.
+pub async fn start_node(
+    id: u64,
+    dir: &std::path::Path,
+    config: openraft::Config,
+    listener: TcpListener,
+    http: TcpListener,
+) -> Result<service::Started, Box<dyn std::error::Error + Send + Sync>> {
+    let (log, sm) = crate::open(dir)?;
+    let metrics = log.metrics();
+    let extra: service::Extra<crate::StrataStateMachine> = Box::new(move |node| {
+        tokio::spawn(async move {
+            // An accept error ends this interface alone; the node goes on.
+            let _ = serve(http, node).await;
+        })
+    });
+    service::start_with_metrics(id, config, listener, log, sm, metrics, Some(extra)).await
 }
 
 /// Serves the HTTP interface of `node` on `listener` until the task is dropped.
-pub(crate) async fn serve<M: KvMachine + Send + Sync + 'static>(
+pub async fn serve<M: KvMachine + Send + Sync + 'static>(
     listener: TcpListener,
     node: Node<M>,
 ) -> std::io::Result<()> {

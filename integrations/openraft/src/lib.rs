@@ -41,7 +41,7 @@
 )]
 
 mod error;
-mod http;
+pub mod http;
 pub mod keys;
 mod log_store;
 pub mod metrics;

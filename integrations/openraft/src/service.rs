@@ -370,17 +370,51 @@ pub async fn serve<M: KvMachine>(
     raft: KvRaft,
     sm: M,
 ) -> std::io::Result<()> {
-    serve_with(listener, None, raft, sm, Arc::new(NodeMetrics::default())).await
+    serve_with(listener, raft, sm, Arc::new(NodeMetrics::default()), None).await
 }
 
-/// [`serve`], and the HTTP/JSON interface on `http` if given (`crate::http`), counting
-/// into `metrics` (the log store's, so that `/metrics` shows its syncs).
+/// What another interface of a node (HTTP, `crate::http`) needs: the node, its write
+/// queue and its counters.
+pub struct Node<M> {
+    /// The node.
+    pub raft: KvRaft,
+    /// Its state machine.
+    pub sm: M,
+    /// Where client writes wait for their proposal (RS6).
+    pub(crate) writes: tokio::sync::mpsc::UnboundedSender<Pending>,
+    /// Its counters.
+    pub metrics: Arc<NodeMetrics>,
+}
+
+impl<M> std::fmt::Debug for Node<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node").finish_non_exhaustive()
+    }
+}
+
+impl<M: Clone> Clone for Node<M> {
+    fn clone(&self) -> Self {
+        Node {
+            raft: self.raft.clone(),
+            sm: self.sm.clone(),
+            writes: self.writes.clone(),
+            metrics: Arc::clone(&self.metrics),
+        }
+    }
+}
+
+/// Starts another interface of a node once its write queue exists; it is ended with the
+/// node's server.
+pub type Extra<M> = Box<dyn FnOnce(Node<M>) -> tokio::task::JoinHandle<()> + Send>;
+
+/// [`serve`], counting into `metrics` (the log store's, so that `/metrics` shows its
+/// syncs), with `extra` started beside it if given.
 pub async fn serve_with<M: KvMachine>(
     listener: TcpListener,
-    http: Option<TcpListener>,
     raft: KvRaft,
     sm: M,
     metrics: Arc<NodeMetrics>,
+    extra: Option<Extra<M>>,
 ) -> std::io::Result<()> {
     let (writes, waiting) = tokio::sync::mpsc::unbounded_channel();
     let proposer = tokio::spawn(propose(raft.clone(), waiting, Arc::clone(&metrics)));
@@ -390,21 +424,14 @@ pub async fn serve_with<M: KvMachine>(
         raft.clone(),
         Arc::clone(&metrics),
     )));
-    let _http = match http {
-        Some(l) => {
-            let node = crate::http::Node {
-                raft: raft.clone(),
-                sm: sm.clone(),
-                writes: writes.clone(),
-                metrics: Arc::clone(&metrics),
-            };
-            Some(AbortOnDrop(tokio::spawn(async move {
-                // The HTTP interface ends with the node; an accept error ends it alone.
-                let _ = crate::http::serve(l, node).await;
-            })))
-        }
-        None => None,
-    };
+    let _extra = extra.map(|start| {
+        AbortOnDrop(start(Node {
+            raft: raft.clone(),
+            sm: sm.clone(),
+            writes: writes.clone(),
+            metrics: Arc::clone(&metrics),
+        }))
+    });
     // Connections end with the server (a node shut down in a process that goes on).
     let mut connections = tokio::task::JoinSet::new();
     loop {
@@ -1020,20 +1047,9 @@ pub async fn start_node(
     config: openraft::Config,
     listener: TcpListener,
 ) -> Result<Started, Box<dyn std::error::Error + Send + Sync>> {
-    start_node_with_http(id, dir, config, listener, None).await
-}
-
-/// [`start_node`], with the HTTP/JSON interface served on `http` if given.
-pub async fn start_node_with_http(
-    id: u64,
-    dir: &std::path::Path,
-    config: openraft::Config,
-    listener: TcpListener,
-    http: Option<TcpListener>,
-) -> Result<Started, Box<dyn std::error::Error + Send + Sync>> {
     let (log, sm) = crate::open(dir)?;
     let metrics = log.metrics();
-    start_with_metrics(id, config, listener, http, log, sm, metrics).await
+    start_with_metrics(id, config, listener, log, sm, metrics, None).await
 }
 
 /// Starts a node over any log store and state machine (the figures compare Strata's with
@@ -1049,28 +1065,20 @@ where
     L: openraft::storage::RaftLogStorage<TypeConfig>,
     M: KvMachine,
 {
-    start_with_metrics(
-        id,
-        config,
-        listener,
-        None,
-        log,
-        sm,
-        Arc::new(NodeMetrics::default()),
-    )
-    .await
+    let metrics = Arc::new(NodeMetrics::default());
+    start_with_metrics(id, config, listener, log, sm, metrics, None).await
 }
 
-/// [`start_with`], with the HTTP/JSON interface on `http` if given, counting into
-/// `metrics`.
+/// [`start_with`], counting into `metrics`, with `extra` (another interface, such as
+/// `crate::http::start_node`'s) started beside the framed port.
 pub async fn start_with_metrics<L, M>(
     id: u64,
     config: openraft::Config,
     listener: TcpListener,
-    http: Option<TcpListener>,
     log: L,
     sm: M,
     metrics: Arc<NodeMetrics>,
+    extra: Option<Extra<M>>,
 ) -> Result<Started, Box<dyn std::error::Error + Send + Sync>>
 where
     L: openraft::storage::RaftLogStorage<TypeConfig>,
@@ -1078,6 +1086,6 @@ where
 {
     let config = Arc::new(config.validate()?);
     let raft = Raft::new(id, config, Network, log, sm.clone()).await?;
-    let server = tokio::spawn(serve_with(listener, http, raft.clone(), sm, metrics));
+    let server = tokio::spawn(serve_with(listener, raft.clone(), sm, metrics, extra));
     Ok((raft, server))
 }

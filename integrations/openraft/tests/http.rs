@@ -109,10 +109,9 @@ async fn http_reads_writes_scans_batches_and_administers() {
     for id in 1..=4u64 {
         let (l, h) = listeners.remove(&id).unwrap();
         let dir = tmp.path().join(format!("node{id}"));
-        let started =
-            strata_openraft::service::start_node_with_http(id, &dir, config(), l, Some(h))
-                .await
-                .unwrap();
+        let started = strata_openraft::http::start_node(id, &dir, config(), l, h)
+            .await
+            .unwrap();
         nodes.push(started);
     }
     let members: BTreeMap<u64, openraft::BasicNode> = (1..=3)

@@ -6,6 +6,12 @@
 //! none ever conflicts, as LMDB's): the peer of Strata's transactions, chosen by name only.
 //! Its plain writes are transactions of one operation each (they take the writer's turn);
 //! its reads and scans go to the partition underneath.
+//!
+//! fjall builds one transaction mode at a time. Built with the `fjall-ssi` feature instead
+//! of `fjall` (`make bench-transactions-fjall-ssi`), the transactional column is
+//! `fjall-ssi`: fjall's optimistic serializable transactions (`ssi_tx`), many writers at
+//! once, a commit refused when a key it read was written by a transaction that committed
+//! after it began.
 
 use std::path::Path;
 
@@ -33,7 +39,11 @@ struct FjallEngine {
 impl EngineKind for FjallKind {
     fn name(&self) -> &'static str {
         if self.transactional {
-            "fjall-tx"
+            if cfg!(feature = "fjall-ssi") {
+                "fjall-ssi"
+            } else {
+                "fjall-tx"
+            }
         } else {
             "fjall"
         }
@@ -67,6 +77,31 @@ impl EngineKind for FjallKind {
     }
 }
 
+/// A write transaction of `keyspace` (fjall's single writer waits for its turn here).
+#[cfg(not(feature = "fjall-ssi"))]
+fn begin(keyspace: &TxKeyspace) -> Result<fjall::WriteTransaction> {
+    Ok(keyspace.write_tx())
+}
+
+/// Commits `txn`: true if it committed (a single writer never conflicts).
+#[cfg(not(feature = "fjall-ssi"))]
+fn commit(txn: fjall::WriteTransaction) -> Result<bool> {
+    txn.commit()?;
+    Ok(true)
+}
+
+/// A write transaction of `keyspace` (optimistic: it begins at once).
+#[cfg(feature = "fjall-ssi")]
+fn begin(keyspace: &TxKeyspace) -> Result<fjall::WriteTransaction> {
+    Ok(keyspace.write_tx()?)
+}
+
+/// Commits `txn`: false if fjall refused it for a conflict.
+#[cfg(feature = "fjall-ssi")]
+fn commit(txn: fjall::WriteTransaction) -> Result<bool> {
+    Ok(txn.commit()?.is_ok())
+}
+
 impl FjallEngine {
     fn persist(&self, sync: bool) -> Result<()> {
         if sync {
@@ -88,7 +123,7 @@ impl Engine for FjallEngine {
         let Some((keyspace, items)) = &self.tx else {
             return Err(crate::engine::Cannot("no transactions".into()).into());
         };
-        let mut txn = keyspace.write_tx();
+        let mut txn = begin(keyspace)?;
         if sync {
             txn = txn.durability(Some(PersistMode::SyncAll));
         }
@@ -99,8 +134,7 @@ impl Engine for FjallEngine {
         for (k, v) in keys.iter().zip(update(&read)) {
             txn.insert(items, *k, v);
         }
-        txn.commit()?;
-        Ok(true)
+        commit(txn)
     }
     fn get(&self, key: &[u8], visit: &mut dyn FnMut(&[u8])) -> Result<bool> {
         Ok(found(visit, self.items.get(key)?))
@@ -114,14 +148,19 @@ impl Engine for FjallEngine {
     }
     fn write_batch(&self, ops: &[BatchOp], sync: bool) -> Result<()> {
         if let Some((keyspace, items)) = &self.tx {
-            let mut txn = keyspace.write_tx();
+            let mut txn = begin(keyspace)?;
             for (k, v) in ops {
                 match v {
                     Some(v) => txn.insert(items, *k, *v),
                     None => txn.remove(items, *k),
                 }
             }
-            txn.commit()?;
+            // Blind writes read nothing, so even optimistic transactions never conflict.
+            if !commit(txn)? {
+                return Err(
+                    crate::engine::Cannot("a batch of blind writes conflicted".into()).into(),
+                );
+            }
             return self.persist(sync);
         }
         let mut batch = self.keyspace.batch();

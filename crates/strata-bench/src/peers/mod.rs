@@ -1,6 +1,6 @@
 //! Peer engines behind the engine seam, one file each, each behind a cargo feature.
 
-#[cfg(feature = "fjall")]
+#[cfg(any(feature = "fjall", feature = "fjall-ssi"))]
 pub mod fjall;
 #[cfg(feature = "kyoto")]
 pub mod kyoto;
@@ -26,7 +26,7 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
     ];
     #[cfg(feature = "leveldb")]
     v.push(&leveldb::LevelDbKind);
-    #[cfg(feature = "fjall")]
+    #[cfg(any(feature = "fjall", feature = "fjall-ssi"))]
     v.push(&fjall::FjallKind {
         transactional: false,
     });
@@ -62,10 +62,10 @@ pub fn all() -> Vec<&'static dyn EngineKind> {
 
 /// Engines chosen by name only, not part of `--engines=all`: columns for the transaction
 /// workloads (RocksDB's optimistic and pessimistic transaction databases, fjall's
-/// transactional keyspace).
+/// transactional keyspace: `fjall-tx`, or `fjall-ssi` in a build with that feature).
 pub fn by_name_only() -> Vec<&'static dyn EngineKind> {
     vec![
-        #[cfg(feature = "fjall")]
+        #[cfg(any(feature = "fjall", feature = "fjall-ssi"))]
         &fjall::FjallKind {
             transactional: true,
         },

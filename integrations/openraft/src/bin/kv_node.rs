@@ -203,11 +203,13 @@ async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error + Send + Syn
         ..Default::default()
     };
     let listener = tokio::net::TcpListener::bind(&addr).await?;
-    let http = match &args.http {
-        Some(a) => Some(tokio::net::TcpListener::bind(a).await?),
-        None => None,
+    let (raft, server) = match &args.http {
+        Some(a) => {
+            let http = tokio::net::TcpListener::bind(a).await?;
+            strata_openraft::http::start_node(id, &dir, config, listener, http).await?
+        }
+        None => service::start_node(id, &dir, config, listener).await?,
     };
-    let (raft, server) = service::start_node_with_http(id, &dir, config, listener, http).await?;
     if args.init {
         let members: BTreeMap<u64, BasicNode> = args
             .peers
