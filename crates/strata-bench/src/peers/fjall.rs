@@ -79,13 +79,13 @@ impl EngineKind for FjallKind {
 
 /// A write transaction of `keyspace` (fjall's single writer waits for its turn here).
 #[cfg(not(feature = "fjall-ssi"))]
-fn begin(keyspace: &TxKeyspace) -> Result<fjall::WriteTransaction> {
+fn begin(keyspace: &TxKeyspace) -> Result<fjall::WriteTransaction<'_>> {
     Ok(keyspace.write_tx())
 }
 
 /// Commits `txn`: true if it committed (a single writer never conflicts).
 #[cfg(not(feature = "fjall-ssi"))]
-fn commit(txn: fjall::WriteTransaction) -> Result<bool> {
+fn commit(txn: fjall::WriteTransaction<'_>) -> Result<bool> {
     txn.commit()?;
     Ok(true)
 }
