@@ -130,6 +130,12 @@ fn refused(e: ClientError) -> HttpResponse {
     }
 }
 
+/// The body of a JSON request, or the 4xx that says why it is not one.
+fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, HttpResponse> {
+    body.map(|Json(b)| b)
+        .map_err(|e| error(e.status(), e.body_text()))
+}
+
 /// The leader a refusal points to, if it is one.
 fn leader_named(answer: &Answer) -> Option<u64> {
     match answer {
@@ -337,9 +343,9 @@ async fn batch<M: KvMachine>(
     State(node): State<Node<M>>,
     body: Result<Json<BatchBody>, JsonRejection>,
 ) -> HttpResponse {
-    let Json(body) = match body {
+    let body = match json_body(body) {
         Ok(b) => b,
-        Err(e) => return error(e.status(), e.body_text()),
+        Err(r) => return r,
     };
     let writes: Vec<Write> = body
         .writes
@@ -388,9 +394,9 @@ async fn add_learner<M: KvMachine>(
     State(node): State<Node<M>>,
     body: Result<Json<NewLearner>, JsonRejection>,
 ) -> HttpResponse {
-    let Json(NewLearner { id, addr }) = match body {
+    let NewLearner { id, addr } = match json_body(body) {
         Ok(b) => b,
-        Err(e) => return error(e.status(), e.body_text()),
+        Err(r) => return r,
     };
     let known = service::status(&node.raft);
     if known.voters.contains(&id) || known.learners.contains(&id) {
@@ -422,9 +428,9 @@ async fn promote<M: KvMachine>(
     State(node): State<Node<M>>,
     body: Result<Json<Voters>, JsonRejection>,
 ) -> HttpResponse {
-    let Json(Voters { ids }) = match body {
+    let Voters { ids } = match json_body(body) {
         Ok(b) => b,
-        Err(e) => return error(e.status(), e.body_text()),
+        Err(r) => return r,
     };
     if ids.is_empty() {
         return error(StatusCode::BAD_REQUEST, "no node named in ids");

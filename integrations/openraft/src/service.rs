@@ -515,26 +515,11 @@ async fn propose(
         metrics.count_proposal(batch.len());
         tokio::spawn(async move {
             let (writes, replies): (Vec<Write>, Vec<_>) = batch.into_iter().unzip();
-            let n = writes.len();
             // openraft 0.9 may never answer a proposal whose entry a snapshot replaced on
             // a deposed leader: the permit must not wait for it forever. A write answered
             // "unknown" here is resent by its client with its session (RS5).
-            let outcome =
-                tokio::time::timeout(PROPOSAL_TIMEOUT, raft.client_write(Proposal { writes }))
-                    .await;
+            let answers = commit(&raft, writes).await;
             drop(permit);
-            let answers = match outcome {
-                Err(_) => Err(ClientError::Other(format!(
-                    "no outcome for the proposal in {} s",
-                    PROPOSAL_TIMEOUT.as_secs()
-                ))),
-                Ok(Ok(r)) if r.data.len() == n => Ok(r.data),
-                Ok(Ok(r)) => Err(ClientError::Other(format!(
-                    "{n} writes proposed, {} answers applied",
-                    r.data.len()
-                ))),
-                Ok(Err(e)) => Err(client_error(e)),
-            };
             match answers {
                 Ok(responses) => {
                     for (reply, response) in replies.into_iter().zip(responses) {
@@ -633,10 +618,16 @@ async fn batch(raft: &KvRaft, writes: Vec<Write>) -> Result<Vec<Response>, Clien
     if m.current_leader != Some(m.id) {
         return Err(ClientError::ForwardToLeader(m.current_leader));
     }
+    commit(raft, writes).await
+}
+
+/// Proposes `writes` as one entry and waits for each one's response, at most
+/// [`PROPOSAL_TIMEOUT`].
+async fn commit(raft: &KvRaft, writes: Vec<Write>) -> Result<Vec<Response>, ClientError> {
     let n = writes.len();
     match tokio::time::timeout(PROPOSAL_TIMEOUT, raft.client_write(Proposal { writes })).await {
         Err(_) => Err(ClientError::Other(format!(
-            "no outcome for the batch in {} s",
+            "no outcome for the proposal in {} s",
             PROPOSAL_TIMEOUT.as_secs()
         ))),
         Ok(Ok(r)) if r.data.len() == n => Ok(r.data),
