@@ -86,24 +86,31 @@ fn blob_space(dir: &Path) -> (u64, u64) {
 fn holes_inside(dir: &Path) -> u64 {
     use rustix::fs::{SeekFrom, seek};
     let mut holes = 0;
-    for e in std::fs::read_dir(dir).unwrap() {
-        let e = e.unwrap();
-        if !e.file_name().to_string_lossy().ends_with(".blob") {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".blob") {
             continue;
         }
-        let Ok(file) = std::fs::File::open(e.path()) else {
+        let Ok(file) = std::fs::File::open(&path) else {
             continue; // deleted meanwhile
         };
         let len = file.metadata().unwrap().len();
         let mut pos = 0;
         while pos < len {
             // No data after `pos` (ENXIO): the rest is a hole.
-            let data = seek(&file, SeekFrom::Data(pos)).map_or(len, |d| d.min(len));
+            let data = match seek(&file, SeekFrom::Data(pos)) {
+                Ok(d) => d.min(len),
+                Err(rustix::io::Errno::NXIO) => len,
+                Err(e) => panic!("SEEK_DATA in {path:?}: {e}"),
+            };
             holes += data - pos;
             if data >= len {
                 break;
             }
-            pos = seek(&file, SeekFrom::Hole(data)).map_or(len, |h| h.min(len));
+            pos = match seek(&file, SeekFrom::Hole(data)) {
+                Ok(h) => h.min(len),
+                Err(e) => panic!("SEEK_HOLE in {path:?}: {e}"),
+            };
         }
     }
     holes

@@ -262,13 +262,20 @@ impl KvMachine for MemMachine {
         limit: usize,
     ) -> Result<Vec<(String, String)>, StorageError<u64>> {
         let st = self.0.lock().unwrap();
-        Ok(st
+        let (mut found, mut bytes) = (Vec::new(), 0);
+        for (k, v) in st
             .kv
             .range(start.to_string()..)
             .take_while(|(k, _)| end.is_none_or(|e| k.as_str() < e))
             .take(limit)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect())
+        {
+            bytes += k.len() + v.len();
+            found.push((k.clone(), v.clone()));
+            if bytes >= strata_openraft::service::MAX_SCAN_BYTES {
+                break;
+            }
+        }
+        Ok(found)
     }
 }
 

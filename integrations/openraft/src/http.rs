@@ -34,7 +34,7 @@ use std::time::Duration;
 use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::rejection::{JsonRejection, QueryRejection};
+use axum::extract::rejection::{BytesRejection, JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response as HttpResponse};
@@ -44,13 +44,15 @@ use serde_json::json;
 use tokio::net::TcpListener;
 
 use crate::service::{
-    self, Answer, Call, ClientError, KvMachine, MAX_BATCH_BYTES, MAX_SCAN_KEYS, MAX_WRITE_BYTES,
-    Node,
+    self, Answer, Call, ClientError, KvMachine, MAX_BATCH_BYTES, MAX_SCAN_BYTES, MAX_SCAN_KEYS,
+    MAX_WRITE_BYTES, Node,
 };
 use crate::{Request, Response, Session, Write};
 
-/// How long a request passed to the leader may take.
-const FORWARD_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long a request may take, here or at the leader it is passed to (a learner's
+/// catch-up included): past it the answer is a 503 that says the request may have taken
+/// effect.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// Keys a scan answers when the request names no limit.
 const DEFAULT_SCAN_LIMIT: usize = 100;
@@ -95,6 +97,12 @@ fn router<M: KvMachine + Send + Sync + 'static>(node: Node<M>) -> Router {
         .route("/cluster/voters", post(promote::<M>))
         .route("/cluster/nodes/{id}", delete(remove_node::<M>))
         .route("/metrics", get(metrics::<M>))
+        .method_not_allowed_fallback(|| async {
+            error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "this path does not take that method",
+            )
+        })
         .fallback(|| async {
             error(
                 StatusCode::NOT_FOUND,
@@ -130,6 +138,12 @@ fn refused(e: ClientError) -> HttpResponse {
     }
 }
 
+/// A path's part, or the 4xx that says why it is not one (not UTF-8 once decoded, say).
+fn path(p: Result<Path<String>, PathRejection>) -> Result<String, HttpResponse> {
+    p.map(|Path(s)| s)
+        .map_err(|e| error(e.status(), e.body_text()))
+}
+
 /// The body of a JSON request, or the 4xx that says why it is not one.
 fn json_body<T>(body: Result<Json<T>, JsonRejection>) -> Result<T, HttpResponse> {
     body.map(|Json(b)| b)
@@ -153,14 +167,23 @@ async fn ask<M: KvMachine>(
     node: &Node<M>,
     make: impl Fn() -> Call,
 ) -> Result<Answer, HttpResponse> {
-    let answer = service::answer(&node.raft, &node.sm, &node.writes, make()).await;
+    let here = service::answer(&node.raft, &node.sm, &node.writes, make());
+    let Ok(answer) = tokio::time::timeout(REQUEST_TIMEOUT, here).await else {
+        return Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "no outcome in {} s: the request may have taken effect (a write with a session may be resent)",
+                REQUEST_TIMEOUT.as_secs()
+            ),
+        ));
+    };
     let Some(leader) = leader_named(&answer) else {
         return Ok(answer);
     };
     let Some(addr) = service::status(&node.raft).nodes.get(&leader).cloned() else {
         return Ok(answer);
     };
-    service::call(&mut None, &addr, &make(), FORWARD_TIMEOUT)
+    service::call(&mut None, &addr, &make(), REQUEST_TIMEOUT)
         .await
         .map_err(|e| {
             error(
@@ -168,6 +191,24 @@ async fn ask<M: KvMachine>(
                 format!("node {leader} leads and did not answer ({e}); retry"),
             )
         })
+}
+
+/// The membership as the leader knows it (it decides every change): this node's own view
+/// when it leads or cannot reach the leader, else the leader's (a follower learns of a
+/// committed change a moment after the leader).
+async fn leader_view<M: KvMachine>(node: &Node<M>) -> service::Status {
+    let mine = service::status(&node.raft);
+    let me = node.raft.metrics().borrow().id;
+    let Some(leader) = mine.leader.filter(|&l| l != me) else {
+        return mine;
+    };
+    let Some(addr) = mine.nodes.get(&leader).cloned() else {
+        return mine;
+    };
+    match service::call(&mut None, &addr, &Call::Status, REQUEST_TIMEOUT).await {
+        Ok(Answer::Status(theirs)) => theirs,
+        _ => mine,
+    }
 }
 
 /// An answer that is not the one the call asks for.
@@ -178,7 +219,14 @@ fn unexpected() -> HttpResponse {
     )
 }
 
-async fn read<M: KvMachine>(State(node): State<Node<M>>, Path(key): Path<String>) -> HttpResponse {
+async fn read<M: KvMachine>(
+    State(node): State<Node<M>>,
+    key: Result<Path<String>, PathRejection>,
+) -> HttpResponse {
+    let key = match path(key) {
+        Ok(k) => k,
+        Err(r) => return r,
+    };
     match ask(&node, || Call::Read(key.clone())).await {
         Ok(Answer::Read(Ok(Some(value)))) => {
             Json(json!({ "key": key, "value": value })).into_response()
@@ -238,13 +286,17 @@ fn response_json(r: &Response) -> serde_json::Value {
 
 async fn put<M: KvMachine>(
     State(node): State<Node<M>>,
-    Path(key): Path<String>,
+    key: Result<Path<String>, PathRejection>,
     q: Result<Query<SessionQuery>, QueryRejection>,
-    body: Bytes,
+    body: Result<Bytes, BytesRejection>,
 ) -> HttpResponse {
-    let session = match session(q) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let (key, session) = match (path(key), session(q)) {
+        (Ok(k), Ok(s)) => (k, s),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    let body = match body {
+        Ok(b) => b,
+        Err(e) => return error(e.status(), e.body_text()),
     };
     if key.len() + body.len() > MAX_WRITE_BYTES {
         return error(
@@ -264,12 +316,12 @@ async fn put<M: KvMachine>(
 
 async fn remove_key<M: KvMachine>(
     State(node): State<Node<M>>,
-    Path(key): Path<String>,
+    key: Result<Path<String>, PathRejection>,
     q: Result<Query<SessionQuery>, QueryRejection>,
 ) -> HttpResponse {
-    let session = match session(q) {
-        Ok(s) => s,
-        Err(r) => return r,
+    let (key, session) = match (path(key), session(q)) {
+        (Ok(k), Ok(s)) => (k, s),
+        (Err(r), _) | (_, Err(r)) => return r,
     };
     let request = Request::Delete { key };
     write(&node, Write { session, request }).await
@@ -308,9 +360,10 @@ async fn scan<M: KvMachine>(
     };
     match ask(&node, call).await {
         Ok(Answer::Scan(Ok(items))) => {
-            // A full page may have more after it: the next page starts just past its last
-            // key.
-            let next = (items.len() == limit)
+            // A full page (by count or by bytes) may have more after it: the next page
+            // starts just past its last key.
+            let bytes: usize = items.iter().map(|(k, v)| k.len() + v.len()).sum();
+            let next = (items.len() == limit || bytes >= MAX_SCAN_BYTES)
                 .then(|| items.last().map(|(k, _)| format!("{k}\u{0}")))
                 .flatten();
             let items: Vec<_> = items
@@ -398,14 +451,18 @@ async fn add_learner<M: KvMachine>(
         Ok(b) => b,
         Err(r) => return r,
     };
-    let known = service::status(&node.raft);
+    let known = leader_view(&node).await;
     if known.voters.contains(&id) || known.learners.contains(&id) {
         return error(
             StatusCode::CONFLICT,
             format!("node {id} is a member already"),
         );
     }
-    if addr.parse::<std::net::SocketAddr>().is_err() && !addr.contains(':') {
+    let port = addr
+        .rsplit_once(':')
+        .filter(|(host, _)| !host.is_empty())
+        .and_then(|(_, port)| port.parse::<u16>().ok());
+    if port.is_none_or(|p| p == 0) {
         return error(
             StatusCode::BAD_REQUEST,
             format!("{addr:?} is not an address (HOST:PORT)"),
@@ -435,7 +492,7 @@ async fn promote<M: KvMachine>(
     if ids.is_empty() {
         return error(StatusCode::BAD_REQUEST, "no node named in ids");
     }
-    let known = service::status(&node.raft);
+    let known = leader_view(&node).await;
     if let Some(id) = ids
         .iter()
         .find(|id| !known.learners.contains(id) && !known.voters.contains(id))
@@ -450,12 +507,16 @@ async fn promote<M: KvMachine>(
 
 async fn remove_node<M: KvMachine>(
     State(node): State<Node<M>>,
-    Path(id): Path<String>,
+    id: Result<Path<String>, PathRejection>,
 ) -> HttpResponse {
+    let id = match path(id) {
+        Ok(id) => id,
+        Err(r) => return r,
+    };
     let Ok(id) = id.parse::<u64>() else {
         return error(StatusCode::BAD_REQUEST, format!("{id:?} is not a node id"));
     };
-    let known = service::status(&node.raft);
+    let known = leader_view(&node).await;
     if !known.voters.contains(&id) && !known.learners.contains(&id) {
         return error(
             StatusCode::NOT_FOUND,

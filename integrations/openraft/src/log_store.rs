@@ -97,12 +97,20 @@ where
         let _ = std::thread::Builder::new()
             .name("strata-raft-flush".into())
             .spawn(move || flush_appends::<C>(flushed_db, waiting, counted));
-        StrataLogStore {
+        let store = StrataLogStore {
             db,
             flusher,
             metrics,
             _config: PhantomData,
+        };
+        // The committed index a restart starts from (openraft saves it again only when it
+        // moves); unreadable, the metric waits for the next commit.
+        if let Ok(Some(Some(c))) =
+            store.read_meta::<Option<LogId<u64>>>(keys::COMMITTED, ErrorSubject::Store)
+        {
+            store.metrics.set_committed(Some(c.index));
         }
+        store
     }
 
     /// The node's counters this store adds to (its syncs, the committed index): hand them

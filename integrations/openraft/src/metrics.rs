@@ -77,7 +77,9 @@ impl NodeMetrics {
             let _ = writeln!(s, "strata_kv_{name} {value}");
         };
         let applied = raft.last_applied.map(|l| l.index);
-        let committed = self.committed();
+        // What is applied was committed (a snapshot installed, say, moves it past the
+        // last index this node saw committed).
+        let committed = self.committed().max(applied);
         one(
             "commit_index",
             "gauge",
@@ -124,12 +126,12 @@ impl NodeMetrics {
         one(
             "proposals_total",
             "counter",
-            "Raft entries proposed for client writes while this node led.",
+            "Raft entries the proposer made of lone client writes while this node led (a batch request is an entry of its own, not counted).",
             load(&self.proposals),
         );
         let _ = writeln!(
             s,
-            "# HELP strata_kv_batch_writes Client writes carried by one proposal."
+            "# HELP strata_kv_batch_writes Lone client writes gathered into one proposal."
         );
         let _ = writeln!(s, "# TYPE strata_kv_batch_writes histogram");
         let mut cumulative = 0;
@@ -140,17 +142,15 @@ impl NodeMetrics {
                 "strata_kv_batch_writes_bucket{{le=\"{bound}\"}} {cumulative}"
             );
         }
-        let _ = writeln!(
-            s,
-            "strata_kv_batch_writes_bucket{{le=\"+Inf\"}} {}",
-            load(&self.proposals)
-        );
+        // Read apart from the buckets: never below them in one scrape.
+        let total = load(&self.proposals).max(cumulative);
+        let _ = writeln!(s, "strata_kv_batch_writes_bucket{{le=\"+Inf\"}} {total}");
         let _ = writeln!(
             s,
             "strata_kv_batch_writes_sum {}",
             load(&self.proposed_writes)
         );
-        let _ = writeln!(s, "strata_kv_batch_writes_count {}", load(&self.proposals));
+        let _ = writeln!(s, "strata_kv_batch_writes_count {total}");
         s
     }
 }

@@ -70,6 +70,10 @@ pub const MAX_WRITE_BYTES: usize = 1 << 20;
 /// Most keys one scan answers (a larger limit is cut to this).
 pub const MAX_SCAN_KEYS: usize = 10_000;
 
+/// A scan's page ends with the entry that brings its keys and values to this many bytes
+/// (its answer travels in one frame, `MAX_FRAME`).
+pub const MAX_SCAN_BYTES: usize = 4 << 20;
+
 /// What is asked of a node.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Call {
@@ -334,7 +338,8 @@ pub trait KvMachine: openraft::storage::RaftStateMachine<TypeConfig> + Clone {
     fn read(&self, key: &str) -> Result<Option<String>, openraft::StorageError<u64>>;
 
     /// The keys from `start` (included) to `end` (excluded; `None`: to the last), at most
-    /// `limit`, in key order, with their values as the state machine holds them now.
+    /// `limit`, in key order, with their values as the state machine holds them now; the
+    /// page ends early with the entry that brings it to [`MAX_SCAN_BYTES`].
     fn scan(
         &self,
         start: &str,

@@ -309,7 +309,8 @@ impl StrataStateMachine {
 
     /// The keys from `start` (included) to `end` (excluded; `None`: to the last), at most
     /// `limit` of them, in key order, with their values as the state machine holds them
-    /// now (a local read, as [`Self::get`]).
+    /// now (a local read, as [`Self::get`]); the page ends early with the entry that brings
+    /// it to `service::MAX_SCAN_BYTES`.
     pub fn scan(
         &self,
         start: &str,
@@ -322,10 +323,15 @@ impl StrataStateMachine {
                 error::read_sm(&BadRecord("a state-machine record is not UTF-8".into()))
             })
         };
-        let mut found = Vec::new();
+        let (mut found, mut bytes) = (Vec::new(), 0);
         for entry in self.db.range(keys::data(start)..to).take(limit) {
             let (k, v) = entry.map_err(|e| error::read_sm(&e))?;
-            found.push((text(&k[keys::DATA.len()..])?, text(&v)?));
+            let (k, v) = (text(&k[keys::DATA.len()..])?, text(&v)?);
+            bytes += k.len() + v.len();
+            found.push((k, v));
+            if bytes >= crate::service::MAX_SCAN_BYTES {
+                break;
+            }
         }
         Ok(found)
     }

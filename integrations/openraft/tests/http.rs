@@ -204,12 +204,37 @@ async fn http_reads_writes_scans_batches_and_administers() {
     let big = vec![b'v'; (1 << 20) + 1];
     let reason = refused(&http(follower), "PUT", "/kv/big", &big, 413).await;
     assert!(reason.contains("at most"), "{reason}");
-    let many = json!({"writes": (0..5).map(|i| json!({"op": "set", "key": format!("m{i}"), "value": "v".repeat(1 << 20)})).collect::<Vec<_>>()});
-    refused(
+    // Five writes under 1 MiB each, over the batch's 4 MiB together; then 4,097 writes.
+    let heavy = json!({"writes": (0..5).map(|i| json!({"op": "set", "key": format!("m{i}"), "value": "v".repeat((1 << 20) - 16)})).collect::<Vec<_>>()});
+    let reason = refused(
         &http(lead),
         "POST",
         "/batch",
-        many.to_string().as_bytes(),
+        heavy.to_string().as_bytes(),
+        400,
+    )
+    .await;
+    assert!(
+        reason.contains("a batch of") && reason.contains("bytes"),
+        "{reason}"
+    );
+    let long = json!({"writes": (0..4097).map(|i| json!({"op": "set", "key": format!("m{i}"), "value": "v"})).collect::<Vec<_>>()});
+    let reason = refused(
+        &http(follower),
+        "POST",
+        "/batch",
+        long.to_string().as_bytes(),
+        400,
+    )
+    .await;
+    assert!(reason.contains("4097 writes"), "{reason}");
+    refused(&http(lead), "GET", "/kv/%FF", b"", 400).await;
+    refused(&http(lead), "PATCH", "/kv/x", b"", 405).await;
+    refused(
+        &http(follower),
+        "POST",
+        "/cluster/learners",
+        br#"{"id": 5, "addr": "x:y"}"#,
         400,
     )
     .await;
