@@ -40,9 +40,12 @@ fn main() {
     }
     let (keyspace, items) = (Arc::new(keyspace), Arc::new(items));
     let aborts = Arc::new(AtomicU64::new(0));
+    // What committed transactions added to each set: both sums must come to this.
+    let added = Arc::new(AtomicU64::new(0));
     let workers: Vec<_> = (0..threads)
         .map(|t| {
-            let (keyspace, items, aborts) = (keyspace.clone(), items.clone(), aborts.clone());
+            let (keyspace, items, aborts, added) =
+                (keyspace.clone(), items.clone(), aborts.clone(), added.clone());
             std::thread::spawn(move || {
                 let mut x = t * 7919 + 1;
                 let mut next = || {
@@ -60,6 +63,7 @@ fn main() {
                         tx.insert(&items, key(0, k0), (a + add).to_be_bytes());
                         tx.insert(&items, key(1, k1), (b + add).to_be_bytes());
                         if tx.commit().expect("commit").is_ok() {
+                            added.fetch_add(add, Ordering::Relaxed);
                             break;
                         }
                         aborts.fetch_add(1, Ordering::Relaxed);
@@ -73,10 +77,12 @@ fn main() {
     }
     let sum = |set: u64| (0..keys).map(|k| value(items.get(key(set, k)).expect("get"))).sum::<u64>();
     let (s0, s1) = (sum(0), sum(1));
+    let added = added.load(Ordering::Relaxed);
     println!(
-        "threads {threads}, {per} transactions each, {keys} keys a set, {} conflicts, sums {s0} {s1}: {}",
+        "threads {threads}, {per} transactions each, {keys} keys a set{}, {} conflicts, sums {s0} {s1}, committed adds {added}: {}",
+        if std::env::var("PREFILL").is_ok() { " (every key written first)" } else { "" },
         aborts.load(Ordering::Relaxed),
-        if s0 == s1 { "equal" } else { "DIFFER" }
+        if s0 == added && s1 == added { "kept" } else { "LOST" }
     );
     drop((keyspace, items));
     let _ = std::fs::remove_dir_all(&dir);
