@@ -359,7 +359,7 @@ impl KvMachine for StrataStateMachine {
         end: Option<&str>,
         limit: usize,
     ) -> Result<Vec<(String, String)>, openraft::StorageError<u64>> {
-        StrataStateMachine::scan(self, start, end, limit)
+        StrataStateMachine::scan(self, start, end, limit, MAX_SCAN_BYTES)
     }
 }
 

@@ -310,12 +310,13 @@ impl StrataStateMachine {
     /// The keys from `start` (included) to `end` (excluded; `None`: to the last), at most
     /// `limit` of them, in key order, with their values as the state machine holds them
     /// now (a local read, as [`Self::get`]); the page ends early with the entry that brings
-    /// it to `service::MAX_SCAN_BYTES`.
+    /// its keys and values to `max_bytes`.
     pub fn scan(
         &self,
         start: &str,
         end: Option<&str>,
         limit: usize,
+        max_bytes: usize,
     ) -> Result<Vec<(String, String)>, StorageError<u64>> {
         let to = end.map_or_else(|| keys::DATA_END.to_vec(), keys::data);
         let text = |b: &[u8]| {
@@ -329,7 +330,7 @@ impl StrataStateMachine {
             let (k, v) = (text(&k[keys::DATA.len()..])?, text(&v)?);
             bytes += k.len() + v.len();
             found.push((k, v));
-            if bytes >= crate::service::MAX_SCAN_BYTES {
+            if bytes >= max_bytes {
                 break;
             }
         }
