@@ -541,6 +541,26 @@ async fn propose(
     }
 }
 
+/// The bytes of keys and values `w` carries, or why it is too large.
+fn checked_size(w: &Write) -> Result<usize, ClientError> {
+    let size = write_bytes(w);
+    if size > MAX_WRITE_BYTES {
+        return Err(ClientError::Invalid(format!(
+            "a write of {size} bytes of key and value; at most {MAX_WRITE_BYTES}"
+        )));
+    }
+    Ok(size)
+}
+
+/// `Ok` while this node believes it leads; else where to go instead.
+fn ensure_leader(raft: &KvRaft) -> Result<(), ClientError> {
+    let m = raft.metrics().borrow().clone();
+    if m.current_leader != Some(m.id) {
+        return Err(ClientError::ForwardToLeader(m.current_leader));
+    }
+    Ok(())
+}
+
 /// The bytes of keys and values a write carries.
 fn write_bytes(w: &Write) -> usize {
     match &w.request {
@@ -606,23 +626,14 @@ async fn batch(raft: &KvRaft, writes: Vec<Write>) -> Result<Vec<Response>, Clien
     }
     let mut total = 0;
     for w in &writes {
-        let size = write_bytes(w);
-        if size > MAX_WRITE_BYTES {
-            return Err(ClientError::Invalid(format!(
-                "a write of {size} bytes of key and value; at most {MAX_WRITE_BYTES}"
-            )));
-        }
-        total += size;
+        total += checked_size(w)?;
     }
     if total > MAX_BATCH_BYTES {
         return Err(ClientError::Invalid(format!(
             "a batch of {total} bytes of keys and values; at most {MAX_BATCH_BYTES}"
         )));
     }
-    let m = raft.metrics().borrow().clone();
-    if m.current_leader != Some(m.id) {
-        return Err(ClientError::ForwardToLeader(m.current_leader));
-    }
+    ensure_leader(raft)?;
     commit(raft, writes).await
 }
 
@@ -738,16 +749,8 @@ async fn submit(
     writes: &tokio::sync::mpsc::UnboundedSender<Pending>,
     write: Write,
 ) -> Result<Response, ClientError> {
-    let size = write_bytes(&write);
-    if size > MAX_WRITE_BYTES {
-        return Err(ClientError::Invalid(format!(
-            "a write of {size} bytes of key and value; at most {MAX_WRITE_BYTES}"
-        )));
-    }
-    let m = raft.metrics().borrow().clone();
-    if m.current_leader != Some(m.id) {
-        return Err(ClientError::ForwardToLeader(m.current_leader));
-    }
+    checked_size(&write)?;
+    ensure_leader(raft)?;
     let (reply, answer) = tokio::sync::oneshot::channel();
     writes
         .send((write, reply))
