@@ -43,6 +43,8 @@ enum Entry {
         suite: String,
         detail: String,
         cpu: String,
+        /// The engines its `--engines` named (`all` as itself).
+        engines: BTreeSet<String>,
     },
     /// A run described by its README.
     Engineering { folder: String, title: String },
@@ -64,6 +66,15 @@ fn suite_title(suite: &str) -> String {
 
 /// The page drawn from `doc`: what it says about its run. A commit with uncommitted
 /// changes (`-dirty`) is said in words: such a page is not the code of any commit.
+/// The engines a run's arguments name (`--engines=a,b`).
+fn engines(args: &[String]) -> BTreeSet<String> {
+    args.iter()
+        .filter_map(|a| a.strip_prefix("--engines="))
+        .flat_map(|list| list.split(','))
+        .map(str::to_string)
+        .collect()
+}
+
 fn detail(doc: &Header) -> String {
     let rounds: BTreeSet<usize> = doc.runs.iter().map(|r| r.round).collect();
     let commit = doc.commit.as_deref().unwrap_or("unknown");
@@ -115,6 +126,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
                 suite: doc.suite.clone().unwrap_or_else(|| "benchmarks".into()),
                 detail: detail(&doc),
                 cpu: doc.machine.cpu.clone(),
+                engines: engines(&doc.args),
                 folder,
             });
         } else if let Ok(readme) = std::fs::read_to_string(path.join("README.md")) {
@@ -208,25 +220,69 @@ pub fn run(dir: &Path) -> Result<PathBuf> {
         };
         let _ = write!(h, "<li><b>{}</b>. {page}</li>", esc(&name));
     }
+    // The engines of each current page: an older page is superseded only by current
+    // pages that run every engine it ran (`all` covers any); one with an engine no current
+    // page has stands beside them.
+    let engines_of = |f: &str| {
+        entries.iter().find_map(|e| match e {
+            Entry::Published {
+                folder, engines, ..
+            } if folder == f => Some(engines.clone()),
+            _ => None,
+        })
+    };
     h.push_str("</ul></section><section><h2>Superseded pages</h2><ul>");
     for e in &entries {
         if let Entry::Published {
             folder,
             suite,
             detail,
+            engines,
             ..
         } = e
             && !is_current(folder)
         {
-            let by: Vec<String> = current
+            let link = |f: &str| format!("<a href=\"{f}/index.html\">{f}</a>", f = esc(f));
+            let same_suite: Vec<&str> = current
                 .iter()
                 .filter(|(s, ..)| s == suite)
-                .map(|(_, f, _)| format!("<a href=\"{f}/index.html\">{f}</a>", f = esc(f)))
+                .map(|(_, f, _)| f.as_str())
                 .collect();
-            let by = if by.is_empty() {
+            let covers = |f: &str| {
+                engines_of(f).is_none_or(|theirs| {
+                    theirs.contains("all") || engines.iter().all(|e| theirs.contains(e))
+                })
+            };
+            let by: Vec<String> = same_suite
+                .iter()
+                .copied()
+                .filter(|f| covers(f))
+                .map(link)
+                .collect();
+            let by = if !by.is_empty() {
+                format!(" Superseded by {}.", by.join(" and "))
+            } else if same_suite.is_empty() {
                 String::new()
             } else {
-                format!(" Superseded by {}.", by.join(" and "))
+                let theirs: BTreeSet<String> = same_suite
+                    .iter()
+                    .filter_map(|f| engines_of(f))
+                    .flatten()
+                    .collect();
+                let own: Vec<&str> = engines
+                    .iter()
+                    .filter(|e| !theirs.contains(*e))
+                    .map(String::as_str)
+                    .collect();
+                format!(
+                    " Beside {}, which does not run {}.",
+                    same_suite
+                        .iter()
+                        .map(|f| link(f))
+                        .collect::<Vec<_>>()
+                        .join(" and "),
+                    esc(&own.join(", "))
+                )
             };
             let _ = write!(
                 h,
@@ -319,5 +375,40 @@ mod tests {
         // A current page that does not exist is an error, not a silent gap.
         std::fs::write(dir.path().join("current.txt"), "scale\tnowhere\n").unwrap();
         assert!(run(dir.path()).is_err());
+    }
+
+    #[test]
+    fn a_page_with_an_engine_the_current_one_lacks_stands_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let page = |name: &str, engines: &str| {
+            let folder = dir.path().join(name);
+            std::fs::create_dir_all(&folder).unwrap();
+            std::fs::write(folder.join("index.html"), "<html></html>").unwrap();
+            let json = format!(
+                r#"{{"suite":"transactions","started_unix":1795305600,"commit":"abc1234",
+                "args":["strata-bench","--engines={engines}"],"machine":{{"cpu":"cpu",
+                "cores":2,"memory":1,"filesystem":"ext4","kernel":"6"}},"runs":[]}}"#
+            );
+            std::fs::write(folder.join("t.json"), json).unwrap();
+        };
+        page("2026-11-29-all", "strata,lmdb,fjall-tx");
+        page("2026-11-28-fewer", "strata,lmdb");
+        page("2026-11-28-other", "strata,fjall-ssi");
+        std::fs::write(
+            dir.path().join("current.txt"),
+            "transactions\t2026-11-29-all\n",
+        )
+        .unwrap();
+        let html = std::fs::read_to_string(run(dir.path()).unwrap()).unwrap();
+        let line = |f: &str| {
+            let at = html
+                .find(&format!("<li><a href=\"{f}/index.html\">"))
+                .unwrap();
+            html[at..].split("</li>").next().unwrap().to_string()
+        };
+        assert!(line("2026-11-28-fewer").contains("Superseded by"));
+        let other = line("2026-11-28-other");
+        assert!(!other.contains("Superseded"), "{other}");
+        assert!(other.contains("which does not run fjall-ssi."), "{other}");
     }
 }
