@@ -45,7 +45,7 @@ use tokio::net::TcpListener;
 
 use crate::service::{
     self, Answer, Call, ClientError, KvMachine, MAX_BATCH_BYTES, MAX_SCAN_BYTES, MAX_SCAN_KEYS,
-    MAX_WRITE_BYTES, Node,
+    Node,
 };
 use crate::{Request, Response, Session, Write};
 
@@ -180,17 +180,16 @@ async fn ask<M: KvMachine>(
     let Some(leader) = leader_named(&answer) else {
         return Ok(answer);
     };
-    let Some(addr) = service::status(&node.raft).nodes.get(&leader).cloned() else {
+    let mine = service::status(&node.raft);
+    let Some(asked) = at_node(&mine, leader, &make()).await else {
         return Ok(answer);
     };
-    service::call(&mut None, &addr, &make(), REQUEST_TIMEOUT)
-        .await
-        .map_err(|e| {
-            error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                format!("node {leader} leads and did not answer ({e}); retry"),
-            )
-        })
+    asked.map_err(|e| {
+        error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("node {leader} leads and did not answer ({e}); retry"),
+        )
+    })
 }
 
 /// The membership as the leader knows it (it decides every change): this node's own view
@@ -202,13 +201,17 @@ async fn leader_view<M: KvMachine>(node: &Node<M>) -> service::Status {
     let Some(leader) = mine.leader.filter(|&l| l != me) else {
         return mine;
     };
-    let Some(addr) = mine.nodes.get(&leader).cloned() else {
-        return mine;
-    };
-    match service::call(&mut None, &addr, &Call::Status, REQUEST_TIMEOUT).await {
-        Ok(Answer::Status(theirs)) => theirs,
+    match at_node(&mine, leader, &Call::Status).await {
+        Some(Ok(Answer::Status(theirs))) => theirs,
         _ => mine,
     }
+}
+
+/// Asks node `id` `call` on its framed port, found in the membership `known`; `None` if
+/// `known` has no address for it.
+async fn at_node(known: &service::Status, id: u64, call: &Call) -> Option<std::io::Result<Answer>> {
+    let addr = known.nodes.get(&id)?;
+    Some(service::call(&mut None, addr, call, REQUEST_TIMEOUT).await)
 }
 
 /// An answer that is not the one the call asks for.
@@ -260,17 +263,19 @@ fn session(
     }
 }
 
+/// A 413 for a lone write of `size` bytes of key and value over the service's limit
+/// (`service::write_size_allowed` says why).
+fn oversize(size: usize) -> Option<HttpResponse> {
+    service::write_size_allowed(size).err().map(|e| match e {
+        ClientError::Invalid(reason) => error(StatusCode::PAYLOAD_TOO_LARGE, reason),
+        other => refused(other),
+    })
+}
+
 /// Sends one write and answers its response.
 async fn write<M: KvMachine>(node: &Node<M>, write: Write) -> HttpResponse {
-    let size = match &write.request {
-        Request::Set { key, value } => key.len() + value.len(),
-        Request::Delete { key } => key.len(),
-    };
-    if size > MAX_WRITE_BYTES {
-        return error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!("a write of {size} bytes of key and value; at most {MAX_WRITE_BYTES}"),
-        );
+    if let Some(r) = oversize(service::write_bytes(&write)) {
+        return r;
     }
     match ask(node, || Call::Write(write.clone())).await {
         Ok(Answer::Write(Ok(r))) => Json(response_json(&r)).into_response(),
@@ -298,14 +303,9 @@ async fn put<M: KvMachine>(
         Ok(b) => b,
         Err(e) => return error(e.status(), e.body_text()),
     };
-    if key.len() + body.len() > MAX_WRITE_BYTES {
-        return error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "a write of {} bytes of key and value; at most {MAX_WRITE_BYTES}",
-                key.len() + body.len()
-            ),
-        );
+    // Before the value is checked as text: an oversize body is refused as such.
+    if let Some(r) = oversize(key.len() + body.len()) {
+        return r;
     }
     let Ok(value) = String::from_utf8(body.to_vec()) else {
         return error(StatusCode::BAD_REQUEST, "the value is not UTF-8 text");

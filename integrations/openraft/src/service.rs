@@ -380,6 +380,7 @@ pub async fn serve<M: KvMachine>(
 
 /// What another interface of a node (HTTP, `crate::http`) needs: the node, its write
 /// queue and its counters.
+#[derive(Clone)]
 pub struct Node<M> {
     /// The node.
     pub raft: KvRaft,
@@ -394,17 +395,6 @@ pub struct Node<M> {
 impl<M> std::fmt::Debug for Node<M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Node").finish_non_exhaustive()
-    }
-}
-
-impl<M: Clone> Clone for Node<M> {
-    fn clone(&self) -> Self {
-        Node {
-            raft: self.raft.clone(),
-            sm: self.sm.clone(),
-            writes: self.writes.clone(),
-            metrics: Arc::clone(&self.metrics),
-        }
     }
 }
 
@@ -543,7 +533,11 @@ async fn propose(
 
 /// The bytes of keys and values `w` carries, or why it is too large.
 fn checked_size(w: &Write) -> Result<usize, ClientError> {
-    let size = write_bytes(w);
+    write_size_allowed(write_bytes(w))
+}
+
+/// `size` bytes of key and value, if a write may carry that many; else why not.
+pub(crate) fn write_size_allowed(size: usize) -> Result<usize, ClientError> {
     if size > MAX_WRITE_BYTES {
         return Err(ClientError::Invalid(format!(
             "a write of {size} bytes of key and value; at most {MAX_WRITE_BYTES}"
@@ -562,10 +556,21 @@ fn ensure_leader(raft: &KvRaft) -> Result<(), ClientError> {
 }
 
 /// The bytes of keys and values a write carries.
-fn write_bytes(w: &Write) -> usize {
+pub(crate) fn write_bytes(w: &Write) -> usize {
     match &w.request {
         Request::Set { key, value } => key.len() + value.len(),
         Request::Delete { key } => key.len(),
+    }
+}
+
+/// Waits until this node may read linearizably (a read index: `ensure_linearizable`).
+async fn linearizable(raft: &KvRaft) -> Result<(), ClientError> {
+    match raft.ensure_linearizable().await {
+        Ok(_) => Ok(()),
+        Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
+            Err(ClientError::ForwardToLeader(f.leader_id))
+        }
+        Err(e) => Err(ClientError::Other(e.to_string())),
     }
 }
 
@@ -580,22 +585,15 @@ pub(crate) async fn answer<M: KvMachine>(
         Call::Vote(rpc) => Answer::Vote(raft.vote(rpc).await),
         Call::InstallSnapshot(rpc) => Answer::InstallSnapshot(raft.install_snapshot(rpc).await),
         Call::Write(write) => Answer::Write(submit(raft, writes, write).await),
-        Call::Read(key) => Answer::Read(match raft.ensure_linearizable().await {
-            Ok(_) => sm.read(&key).map_err(|e| ClientError::Other(e.to_string())),
-            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
-                Err(ClientError::ForwardToLeader(f.leader_id))
-            }
-            Err(e) => Err(ClientError::Other(e.to_string())),
-        }),
-        Call::Scan { start, end, limit } => Answer::Scan(match raft.ensure_linearizable().await {
-            Ok(_) => sm
-                .scan(&start, end.as_deref(), limit.min(MAX_SCAN_KEYS))
-                .map_err(|e| ClientError::Other(e.to_string())),
-            Err(RaftError::APIError(CheckIsLeaderError::ForwardToLeader(f))) => {
-                Err(ClientError::ForwardToLeader(f.leader_id))
-            }
-            Err(e) => Err(ClientError::Other(e.to_string())),
-        }),
+        Call::Read(key) => Answer::Read(
+            linearizable(raft)
+                .await
+                .and_then(|()| sm.read(&key).map_err(|e| ClientError::Other(e.to_string()))),
+        ),
+        Call::Scan { start, end, limit } => Answer::Scan(linearizable(raft).await.and_then(|()| {
+            sm.scan(&start, end.as_deref(), limit.min(MAX_SCAN_KEYS))
+                .map_err(|e| ClientError::Other(e.to_string()))
+        })),
         Call::Batch(writes) => Answer::Batch(batch(raft, writes).await),
         Call::Status => Answer::Status(status(raft)),
         Call::AddLearner { id, addr } => Answer::Admin(admin(
