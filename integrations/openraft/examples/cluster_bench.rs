@@ -19,7 +19,6 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::io::Cursor;
 use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -33,7 +32,7 @@ use openraft::{
     StoredMembership, Vote,
 };
 use strata_openraft::service::{Client, KvMachine, KvRaft};
-use strata_openraft::{Request, Response, TypeConfig, Write};
+use strata_openraft::{Request, Response, SnapshotArchive, TypeConfig, Write};
 
 /// The in-memory log: entries, vote, committed and purged ids.
 #[derive(Debug, Clone, Default)]
@@ -178,7 +177,7 @@ impl RaftSnapshotBuilder<TypeConfig> for MemMachine {
         st.snapshot = Some((meta.clone(), data.clone()));
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(SnapshotArchive::from_bytes(data)),
         })
     }
 }
@@ -221,16 +220,16 @@ impl RaftStateMachine<TypeConfig> for MemMachine {
 
     async fn begin_receiving_snapshot(
         &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<u64>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    ) -> Result<Box<SnapshotArchive>, StorageError<u64>> {
+        Ok(Box::new(SnapshotArchive::from_bytes(Vec::new())))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<u64, BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        snapshot: Box<SnapshotArchive>,
     ) -> Result<(), StorageError<u64>> {
-        let data = snapshot.into_inner();
+        let data = snapshot.into_bytes().unwrap();
         let mut st = self.0.lock().unwrap();
         st.kv = serde_json::from_slice(&data).unwrap();
         st.applied = meta.last_log_id;
@@ -245,7 +244,7 @@ impl RaftStateMachine<TypeConfig> for MemMachine {
         let st = self.0.lock().unwrap();
         Ok(st.snapshot.clone().map(|(meta, data)| Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(data)),
+            snapshot: Box::new(SnapshotArchive::from_bytes(data)),
         }))
     }
 }

@@ -1,4 +1,5 @@
-//! Where each record lives in the one database (bytewise key order):
+//! Where each record lives (bytewise key order): the log's database holds `l/` and
+//! `m/`, the state machine's database the rest.
 //!
 //! ```text
 //! l/ <index: u64 big-endian>   a log entry (JSON)
@@ -8,8 +9,6 @@
 //! s/ <key>                     a state-machine value (the value's bytes)
 //! a/applied                    the last applied log id (JSON)
 //! a/membership                 the last applied membership (JSON)
-//! a/snapshot                   the current snapshot: its metadata and data (JSON)
-//! a/snapshot-meta              the current snapshot's metadata alone (JSON)
 //! a/sessions                   how many sessions `c/` holds (JSON)
 //! c/ <client: u64 big-endian>  a session: its last applied write and response (JSON)
 //! e/ <index: u64 big-endian> <client: u64 big-endian>
@@ -36,10 +35,6 @@ pub const DATA_END: &[u8] = b"s0";
 pub const APPLIED: &[u8] = b"a/applied";
 /// The last applied membership.
 pub const MEMBERSHIP: &[u8] = b"a/membership";
-/// The current snapshot.
-pub const SNAPSHOT: &[u8] = b"a/snapshot";
-/// The current snapshot's metadata, written with it (read without the data).
-pub const SNAPSHOT_META: &[u8] = b"a/snapshot-meta";
 
 /// How many sessions the state machine holds.
 pub const SESSION_COUNT: &[u8] = b"a/sessions";

@@ -2,21 +2,27 @@
 //! log store ([`StrataLogStore`]) and a key-value state machine ([`StrataStateMachine`])
 //! over one `strata::Db`, for openraft 0.9.25 with its `storage-v2` API.
 //!
-//! One database holds both, under key prefixes ([`keys`]): the log (`l/` and the index),
-//! the log's metadata (`m/`: vote, committed id, last purged id), the state machine's data
-//! (`s/` and the user key) and its metadata (`a/`: last applied id, membership, the
-//! current snapshot). Values are JSON (`serde_json`).
+//! A node's directory holds two: `log/`, the log's database, and `state/`, the state
+//! machine's directory (its database and its kept snapshot, `state_dir.rs`). Records live
+//! under key prefixes ([`keys`]): the log (`l/` and the index) and its metadata (`m/`:
+//! vote, committed id, last purged id) in the one; the state machine's data (`s/` and the
+//! user key), its metadata (`a/`: last applied id, membership) and its sessions (`c/`,
+//! `e/`) in the other. Values are JSON (`serde_json`).
 //!
 //! What it promises (`docs/distributed.md` says more):
 //! - RS1 an append, a vote, a truncation and a purge are acknowledged to openraft only once
 //!   durable (a synced write: `docs/durability.md` C1); state-machine writes are not
-//!   synced, as the log they come from is, and Strata's log is one ordered prefix (C3), so
-//!   a later synced write makes them durable too.
+//!   synced, as the log they come from is: after a power cut the state machine holds a
+//!   prefix of what it applied (C3), applies the rest again from the log, and is restored
+//!   from the kept snapshot first when it is behind it (SD3).
 //! - RS2 a purge records the last purged id and deletes the entries up to it in one batch
 //!   (`WriteBatch::delete_range`); a truncation deletes the entries from an index on in
 //!   one range delete.
-//! - RS3 a snapshot is built from a Strata snapshot (`Db::snapshot`): building one reads a
-//!   frozen view while writes go on.
+//! - RS3 a snapshot is a checkpoint of the state machine's database (`Db::checkpoint`:
+//!   tables and blob files hard-linked, synced), taken between two entries; it is sent as
+//!   an archive read from its files and installed by unpacking into new files and
+//!   swapping the database (`archive.rs`, `state_dir.rs`), so neither side holds it in
+//!   memory. The kept snapshot never goes back to an older one.
 //! - RS4 every record read back is decoded and checked (its key's index against the
 //!   entry's); anything that does not decode is a `StorageError` (openraft stops the
 //!   node), never a wrong value or a panic.
@@ -40,19 +46,21 @@
     reason = "openraft's storage traits return its StorageError by value; the helpers return what they hand to them"
 )]
 
+mod archive;
 mod error;
 pub mod http;
 pub mod keys;
 mod log_store;
 pub mod metrics;
 pub mod service;
+mod snapshot_data;
+mod state_dir;
 mod state_machine;
-
-use std::io::Cursor;
 
 use serde::{Deserialize, Serialize};
 
 pub use log_store::StrataLogStore;
+pub use snapshot_data::SnapshotArchive;
 pub use state_machine::{MAX_SESSIONS, StrataSnapshotBuilder, StrataStateMachine};
 
 /// One change to the key-value state machine.
@@ -130,11 +138,11 @@ openraft::declare_raft_types!(
         NodeId = u64,
         Node = openraft::BasicNode,
         Entry = openraft::Entry<TypeConfig>,
-        SnapshotData = Cursor<Vec<u8>>,
+        SnapshotData = SnapshotArchive,
 );
 
-/// Opens (creating if missing) the database at `path` and returns a log store and a state
-/// machine over it.
+/// Opens (creating if missing) the node directory `path`: a log store over its log's
+/// database and the state machine in its state directory.
 pub fn open(
     path: impl AsRef<std::path::Path>,
 ) -> strata::Result<(StrataLogStore<TypeConfig>, StrataStateMachine)> {
@@ -142,20 +150,34 @@ pub fn open(
 }
 
 /// The same with `options` (its filesystem, say: the power-cut test gives each node a
-/// `strata::env::CrashEnv`); `create_if_missing` is set.
+/// `strata::env::CrashEnv`); `create_if_missing` is set. A directory that is itself a
+/// database (the layout before the state machine had a database of its own) is refused.
 pub fn open_with(
     path: impl AsRef<std::path::Path>,
     options: strata::Options,
 ) -> strata::Result<(StrataLogStore<TypeConfig>, StrataStateMachine)> {
+    let path = path.as_ref();
+    if options.env.exists(&path.join("CURRENT")) {
+        return Err(strata::Error::InvalidArgument(format!(
+            "{}: a node directory from before the state machine had a database of its own \
+             (log and state in one database); start this node with an empty directory and \
+             let the cluster send it a snapshot",
+            path.display()
+        )));
+    }
     let db = std::sync::Arc::new(strata::Db::open(
-        path.as_ref(),
+        path.join("log"),
+        strata::Options {
+            create_if_missing: true,
+            ..options.clone()
+        },
+    )?);
+    let sm = StrataStateMachine::open(
+        path.join("state"),
         strata::Options {
             create_if_missing: true,
             ..options
         },
-    )?);
-    Ok((
-        StrataLogStore::new(std::sync::Arc::clone(&db)),
-        StrataStateMachine::new(db),
-    ))
+    )?;
+    Ok((StrataLogStore::new(db), sm))
 }

@@ -1,13 +1,18 @@
-//! The key-value state machine on Strata: values under `s/`, the last applied id and
-//! membership and the current snapshot under `a/` (`keys.rs`).
+//! The key-value state machine on Strata, in a database of its own: values under `s/`,
+//! the last applied id and membership under `a/`, sessions under `c/` and `e/`
+//! (`keys.rs`), kept in a directory beside its snapshots (`state_dir.rs`).
 //!
 //! Applying an entry is one batch (its values, its sessions, its id as the last applied
 //! and any membership change together), not synced: the log it comes from is durable already
-//! (RS1). A snapshot is read from a Strata snapshot (RS3) and kept, whole, under
-//! `a/snapshot`, so `get_current_snapshot` answers after a restart too. A snapshot built
-//! from an older state than the one kept (a build that read its state before a newer
-//! snapshot was installed) is handed to openraft but not kept: the kept one never goes
-//! back (`store_snapshot`).
+//! (RS1), and after a power cut the state machine applies again what it lost, or is
+//! restored from the kept snapshot when the log before it is purged (SD3). A snapshot is a
+//! checkpoint of the database (RS3: `Db::checkpoint`, tables and blob files hard-linked),
+//! taken between two entries, so its metadata (last applied id, membership) is the
+//! checkpoint's own; it travels as an archive of its files, read from them as it is sent
+//! (`archive.rs`). Installing one unpacks the archive into a new snapshot directory, makes
+//! a new database from it and swaps that in (SD2). A snapshot built from an older state
+//! than the one kept is handed to openraft but not kept: the kept one never goes back
+//! (SD1).
 //!
 //! Sessions (RS5): each client's last applied write and its response live under `c/`,
 //! with an age index under `e/` (by the log index of that write) and their count under
@@ -18,7 +23,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::io::Cursor;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -31,6 +36,8 @@ use serde::{Deserialize, Serialize};
 use strata::{Db, ReadOptions, WriteBatch, WriteOptions};
 
 use crate::error::{self, BadRecord};
+use crate::snapshot_data::SnapshotArchive;
+use crate::state_dir::StateDir;
 use crate::{Proposal, Request, Response, TypeConfig, keys};
 
 /// The most client sessions a state machine remembers (RS5); past it, the session idle
@@ -58,92 +65,62 @@ struct Touched {
 /// The last applied log id and membership.
 type Applied = (Option<LogId<u64>>, StoredMembership<u64, BasicNode>);
 
-/// A snapshot as `a/snapshot` keeps it.
-#[derive(Debug, Serialize, Deserialize)]
-struct StoredSnapshot {
-    meta: SnapshotMeta<u64, BasicNode>,
-    data: Vec<u8>,
-}
-
-/// A snapshot's data: every key and value of the state machine, in key order, and the
-/// sessions (RS5).
-#[derive(Debug, Serialize, Deserialize)]
-struct SnapshotData {
-    kv: Vec<(String, String)>,
-    #[serde(default)]
-    sessions: Vec<(u64, SessionRecord)>,
-}
-
 /// openraft's state machine over a Strata database: a map from string keys to string
-/// values. Cloning it shares the database.
+/// values. Cloning it shares the database and its directory.
 #[derive(Debug, Clone)]
 pub struct StrataStateMachine {
-    db: Arc<Db>,
+    dir: Arc<StateDir>,
     /// Snapshots built by this process, for their ids.
     built: Arc<AtomicU64>,
     /// The most sessions kept (RS5).
     session_limit: u64,
-    /// Held while the kept snapshot is compared and replaced.
-    snapshot_lock: Arc<std::sync::Mutex<()>>,
 }
 
-/// Builds a snapshot from a Strata snapshot of the state machine (RS3).
+/// Builds a snapshot from a checkpoint of the state machine's database (RS3).
 #[derive(Debug)]
 pub struct StrataSnapshotBuilder {
     machine: StrataStateMachine,
 }
 
+/// A Strata error as a `StorageError` about the state machine's snapshot.
+fn snapshot_error(
+    meta: Option<&SnapshotMeta<u64, BasicNode>>,
+    verb: ErrorVerb,
+    e: &strata::Error,
+) -> StorageError<u64> {
+    error::storage(
+        ErrorSubject::Snapshot(meta.map(SnapshotMeta::signature)),
+        verb,
+        e,
+    )
+}
+
 impl StrataStateMachine {
-    /// A state machine over `db`.
-    pub fn new(db: Arc<Db>) -> Self {
-        StrataStateMachine {
-            db,
+    /// Opens (creating if missing) the state machine kept in the directory `dir`, its
+    /// files written through `options.env`. A database behind the kept snapshot (a power
+    /// cut lost writes the log no longer holds) is restored from it (SD3), and what a
+    /// crash left half made is removed (SD4).
+    pub fn open(dir: impl AsRef<Path>, options: strata::Options) -> strata::Result<Self> {
+        let state = StateDir::open(dir.as_ref(), options)?;
+        if let Some(kept) = state.kept() {
+            let applied = read_applied(&state.db())?;
+            if applied < kept.meta.last_log_id {
+                let (number, db) = state.copy_of_snapshot(kept.number)?;
+                write_applied(&db, &kept.meta)?;
+                state.make_live(number, db)?;
+            }
+        }
+        state.tidy()?;
+        Ok(StrataStateMachine {
+            dir: Arc::new(state),
             built: Arc::new(AtomicU64::new(0)),
             session_limit: MAX_SESSIONS,
-            snapshot_lock: Arc::default(),
-        }
+        })
     }
 
-    /// The log id the kept snapshot covers up to (`None` inside: a snapshot of an empty
-    /// state; `None` outside: no snapshot kept).
-    fn kept_snapshot_id(&self) -> Result<Option<Option<LogId<u64>>>, StorageError<u64>> {
-        let ro = ReadOptions::default();
-        if let Some(meta) =
-            self.read_meta::<SnapshotMeta<u64, BasicNode>>(keys::SNAPSHOT_META, &ro)?
-        {
-            return Ok(Some(meta.last_log_id));
-        }
-        // Kept before the metadata had a key of its own.
-        Ok(self
-            .read_meta::<StoredSnapshot>(keys::SNAPSHOT, &ro)?
-            .map(|s| s.meta.last_log_id))
-    }
-
-    /// Keeps `stored` as the current snapshot, synced, unless the kept one covers more of
-    /// the log. True if it was kept.
-    fn store_snapshot(&self, stored: &StoredSnapshot) -> Result<bool, StorageError<u64>> {
-        let subject = || ErrorSubject::Snapshot(Some(stored.meta.signature()));
-        let _kept = self.snapshot_lock.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(kept) = self.kept_snapshot_id()?
-            && kept > stored.meta.last_log_id
-        {
-            return Ok(false);
-        }
-        let mut batch = WriteBatch::new();
-        Self::put_snapshot(&mut batch, stored)?;
-        self.db
-            .write_opt(batch, &WriteOptions { sync: true })
-            .map_err(|e| error::storage(subject(), ErrorVerb::Write, &e))?;
-        Ok(true)
-    }
-
-    /// Puts `stored` as the kept snapshot, with its metadata under a key of its own.
-    fn put_snapshot(
-        batch: &mut WriteBatch,
-        stored: &StoredSnapshot,
-    ) -> Result<(), StorageError<u64>> {
-        Self::put_meta(batch, keys::SNAPSHOT, stored)?;
-        Self::put_meta(batch, keys::SNAPSHOT_META, &stored.meta)
+    /// The database the state machine lives in now (installing a snapshot replaces it).
+    pub fn db(&self) -> Arc<Db> {
+        self.dir.db()
     }
 
     /// The same, remembering at most `limit` sessions instead of [`MAX_SESSIONS`]. Every
@@ -274,7 +251,8 @@ impl StrataStateMachine {
             Self::put_meta(batch, &keys::session(client), &record)?;
         }
         if count > self.session_limit {
-            let oldest = self.db.range_opt(
+            let db = self.db();
+            let oldest = db.range_opt(
                 keys::SESSION_AGE.to_vec()..keys::SESSION_AGE_END.to_vec(),
                 false,
                 &ro,
@@ -325,7 +303,8 @@ impl StrataStateMachine {
             })
         };
         let (mut found, mut bytes) = (Vec::new(), 0);
-        for entry in self.db.range(keys::data(start)..to).take(limit) {
+        let db = self.db();
+        for entry in db.range(keys::data(start)..to).take(limit) {
             let (k, v) = entry.map_err(|e| error::read_sm(&e))?;
             let (k, v) = (text(&k[keys::DATA.len()..])?, text(&v)?);
             bytes += k.len() + v.len();
@@ -339,7 +318,7 @@ impl StrataStateMachine {
 
     fn read_value(&self, key: &str, ro: &ReadOptions) -> Result<Option<String>, StorageError<u64>> {
         let k = keys::data(key);
-        let got = self.db.get_opt(&k, ro).map_err(|e| error::read_sm(&e))?;
+        let got = self.db().get_opt(&k, ro).map_err(|e| error::read_sm(&e))?;
         got.map(|v| {
             String::from_utf8(v).map_err(|_| {
                 error::read_sm(&BadRecord(format!("the value of {key:?} is not UTF-8")))
@@ -354,7 +333,7 @@ impl StrataStateMachine {
         key: &[u8],
         ro: &ReadOptions,
     ) -> Result<Option<T>, StorageError<u64>> {
-        let got = self.db.get_opt(key, ro).map_err(|e| error::read_sm(&e))?;
+        let got = self.db().get_opt(key, ro).map_err(|e| error::read_sm(&e))?;
         got.map(|v| error::decode(key, &v))
             .transpose()
             .map_err(|e| error::read_sm(&e))
@@ -380,46 +359,46 @@ impl StrataStateMachine {
     }
 }
 
+/// The last applied id as `db` holds it.
+fn read_applied(db: &Db) -> strata::Result<Option<LogId<u64>>> {
+    db.get(keys::APPLIED)?
+        .map(|v| {
+            error::decode(keys::APPLIED, &v).map_err(|e| {
+                strata::Error::corruption("the state machine's database", 0, e.to_string())
+            })
+        })
+        .transpose()
+}
+
+/// Writes `meta`'s last applied id and membership into `db`, synced: a database made
+/// from a snapshot says what it holds, whatever the checkpoint said.
+fn write_applied(db: &Db, meta: &SnapshotMeta<u64, BasicNode>) -> strata::Result<()> {
+    fn json<T: Serialize>(v: &T) -> strata::Result<Vec<u8>> {
+        error::encode(v).map_err(|e| strata::Error::InvalidArgument(e.to_string()))
+    }
+    let mut batch = WriteBatch::new();
+    match &meta.last_log_id {
+        Some(id) => batch.put(keys::APPLIED, json(id)?),
+        None => batch.delete(keys::APPLIED),
+    }
+    batch.put(keys::MEMBERSHIP, json(&meta.last_membership)?);
+    db.write_opt(batch, &WriteOptions { sync: true })
+}
+
 impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
     async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError<u64>> {
         let m = &self.machine;
-        // RS3: one frozen view; writes go on meanwhile.
-        let ro = ReadOptions {
-            snapshot: Some(m.db.snapshot()),
-            fill_cache: false,
-            ..ReadOptions::default()
+        let dir = &m.dir;
+        // RS3: the checkpoint and what it covers are taken between two entries.
+        let (number, applied, membership) = {
+            let _between = dir.apply_lock();
+            let db = dir.db();
+            let (applied, membership) = m.applied_as_of(&ReadOptions::default())?;
+            let number = dir
+                .checkpoint(&db)
+                .map_err(|e| snapshot_error(None, ErrorVerb::Write, &e))?;
+            (number, applied, membership)
         };
-        let (applied, membership) = m.applied_as_of(&ro)?;
-        let mut kv = Vec::new();
-        for entry in
-            m.db.range_opt(keys::DATA.to_vec()..keys::DATA_END.to_vec(), false, &ro)
-        {
-            let (k, v) = entry.map_err(|e| error::read_sm(&e))?;
-            let text = |b: Vec<u8>| {
-                String::from_utf8(b).map_err(|_| {
-                    error::read_sm(&BadRecord("a state-machine record is not UTF-8".into()))
-                })
-            };
-            let key = text(k[keys::DATA.len()..].to_vec())?;
-            kv.push((key, text(v)?));
-        }
-        let mut sessions = Vec::new();
-        for entry in m.db.range_opt(
-            keys::SESSION.to_vec()..keys::SESSION_END.to_vec(),
-            false,
-            &ro,
-        ) {
-            let (k, v) = entry.map_err(|e| error::read_sm(&e))?;
-            let client = keys::session_client(&k).ok_or_else(|| {
-                error::read_sm(&BadRecord(format!(
-                    "{} is not a session key",
-                    k.escape_ascii()
-                )))
-            })?;
-            let record: SessionRecord = error::decode(&k, &v).map_err(|e| error::read_sm(&e))?;
-            sessions.push((client, record));
-        }
-        let data = error::encode(&SnapshotData { kv, sessions }).map_err(|e| error::read_sm(&e))?;
         let n = m.built.fetch_add(1, Ordering::Relaxed) + 1;
         let snapshot_id = match applied {
             Some(id) => format!("{}-{}-{n}", id.leader_id.term, id.index),
@@ -430,14 +409,14 @@ impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
             last_membership: membership,
             snapshot_id,
         };
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data,
-        };
-        m.store_snapshot(&stored)?;
+        let failed = |e: strata::Error| snapshot_error(Some(&meta), ErrorVerb::Write, &e);
+        dir.complete(number, &meta).map_err(failed)?;
+        // Its files are opened before `keep` may remove an older build's directory.
+        let archive = dir.archive(number).map_err(failed)?;
+        dir.keep(number, &meta).map_err(failed)?;
         Ok(Snapshot {
             meta,
-            snapshot: Box::new(Cursor::new(stored.data)),
+            snapshot: Box::new(archive),
         })
     }
 }
@@ -459,6 +438,7 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
         // in a replay after a restart), sessions forgotten included (RS5).
         let mut responses = Vec::new();
         for entry in entries {
+            let _applying = self.dir.apply_lock();
             let id = *entry.get_log_id();
             let mut batch = WriteBatch::new();
             match entry.payload {
@@ -477,7 +457,7 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
             }
             Self::put_meta(&mut batch, keys::APPLIED, &id)?;
             // RS1: not synced; the log these entries come from is.
-            self.db.write(batch).map_err(|e| error::write_sm(&e))?;
+            self.db().write(batch).map_err(|e| error::write_sm(&e))?;
         }
         Ok(responses)
     }
@@ -490,62 +470,46 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
 
     async fn begin_receiving_snapshot(
         &mut self,
-    ) -> Result<Box<Cursor<Vec<u8>>>, StorageError<u64>> {
-        Ok(Box::new(Cursor::new(Vec::new())))
+    ) -> Result<Box<SnapshotArchive>, StorageError<u64>> {
+        let archive = self
+            .dir
+            .incoming()
+            .map_err(|e| snapshot_error(None, ErrorVerb::Write, &e))?;
+        Ok(Box::new(archive))
     }
 
     async fn install_snapshot(
         &mut self,
         meta: &SnapshotMeta<u64, BasicNode>,
-        snapshot: Box<Cursor<Vec<u8>>>,
+        mut snapshot: Box<SnapshotArchive>,
     ) -> Result<(), StorageError<u64>> {
-        let subject = || ErrorSubject::Snapshot(Some(meta.signature()));
-        let data = snapshot.into_inner();
-        let decoded: SnapshotData = error::decode(keys::SNAPSHOT, &data)
-            .map_err(|e| error::storage(subject(), ErrorVerb::Read, &e))?;
-        // One synced batch: the old data goes, the snapshot's comes, with its ids.
-        let mut batch = WriteBatch::new();
-        batch.delete_range(keys::DATA, keys::DATA_END);
-        for (k, v) in &decoded.kv {
-            batch.put(keys::data(k), v.as_bytes());
+        let dir = &self.dir;
+        let failed = |e: strata::Error| snapshot_error(Some(meta), ErrorVerb::Write, &e);
+        // A damaged archive stops here, before anything of the live state changes.
+        let number = dir
+            .unpack(&mut snapshot, meta)
+            .map_err(|e| snapshot_error(Some(meta), ErrorVerb::Read, &e))?;
+        drop(snapshot);
+        let (live, db) = dir.copy_of_snapshot(number).map_err(failed)?;
+        write_applied(&db, meta).map_err(failed)?;
+        {
+            let _between = dir.apply_lock();
+            dir.make_live(live, db).map_err(failed)?;
         }
-        batch.delete_range(keys::SESSION, keys::SESSION_END);
-        batch.delete_range(keys::SESSION_AGE, keys::SESSION_AGE_END);
-        for (client, record) in &decoded.sessions {
-            batch.put(keys::session_age(record.index, *client), b"");
-            Self::put_meta(&mut batch, &keys::session(*client), record)?;
-        }
-        Self::put_meta(
-            &mut batch,
-            keys::SESSION_COUNT,
-            &(decoded.sessions.len() as u64),
-        )?;
-        if let Some(id) = &meta.last_log_id {
-            Self::put_meta(&mut batch, keys::APPLIED, id)?;
-        } else {
-            batch.delete(keys::APPLIED);
-        }
-        Self::put_meta(&mut batch, keys::MEMBERSHIP, &meta.last_membership)?;
-        let stored = StoredSnapshot {
-            meta: meta.clone(),
-            data,
-        };
-        Self::put_snapshot(&mut batch, &stored)?;
-        // Ordered with a build's comparison and write (`store_snapshot`).
-        let _kept = self.snapshot_lock.lock().unwrap_or_else(|p| p.into_inner());
-        self.db
-            .write_opt(batch, &WriteOptions { sync: true })
-            .map_err(|e| error::storage(subject(), ErrorVerb::Write, &e))
+        dir.keep(number, meta).map_err(failed)?;
+        Ok(())
     }
 
     async fn get_current_snapshot(
         &mut self,
     ) -> Result<Option<Snapshot<TypeConfig>>, StorageError<u64>> {
-        let stored: Option<StoredSnapshot> =
-            self.read_meta(keys::SNAPSHOT, &ReadOptions::default())?;
-        Ok(stored.map(|s| Snapshot {
-            meta: s.meta,
-            snapshot: Box::new(Cursor::new(s.data)),
+        let current = self
+            .dir
+            .current()
+            .map_err(|e| snapshot_error(None, ErrorVerb::Read, &e))?;
+        Ok(current.map(|(meta, archive)| Snapshot {
+            meta,
+            snapshot: Box::new(archive),
         }))
     }
 }
@@ -554,49 +518,145 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use openraft::CommittedLeaderId;
+    use std::io::SeekFrom;
+
+    use openraft::{CommittedLeaderId, Entry};
+    use strata::env::Env;
+    use strata::testing::{CrashEnv, Damage};
+    use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
     use super::*;
+    use crate::{Request, Write};
 
-    fn snapshot(index: u64, value: &str) -> StoredSnapshot {
-        StoredSnapshot {
-            meta: SnapshotMeta {
-                last_log_id: Some(LogId::new(CommittedLeaderId::new(1, 0), index)),
-                last_membership: StoredMembership::default(),
-                snapshot_id: format!("test-{index}"),
-            },
-            data: error::encode(&SnapshotData {
-                kv: vec![("k".into(), value.into())],
-                sessions: Vec::new(),
-            })
-            .unwrap(),
+    fn options(env: &Arc<CrashEnv>) -> strata::Options {
+        strata::Options {
+            env: Arc::clone(env) as Arc<dyn Env>,
+            ..Default::default()
+        }
+    }
+
+    fn entry(index: u64, key: &str, value: &str) -> Entry<TypeConfig> {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 0), index),
+            payload: EntryPayload::Normal(Proposal {
+                writes: vec![Write {
+                    session: None,
+                    request: Request::Set {
+                        key: key.into(),
+                        value: value.into(),
+                    },
+                }],
+            }),
+        }
+    }
+
+    async fn fill(sm: &mut StrataStateMachine, from: u64, to: u64, value: &str) {
+        let entries: Vec<_> = (from..=to)
+            .map(|i| entry(i, &format!("k{i:04}"), value))
+            .collect();
+        sm.apply(entries).await.unwrap();
+    }
+
+    /// Streams `from` into `to` in chunks of `chunk` bytes, as openraft does, sending
+    /// every third chunk twice (an answer lost).
+    async fn stream(from: &mut SnapshotArchive, to: &mut SnapshotArchive, chunk: usize) {
+        let end = from.seek(SeekFrom::End(0)).await.unwrap();
+        let mut offset = 0;
+        let mut sent = 0;
+        while offset < end {
+            from.seek(SeekFrom::Start(offset)).await.unwrap();
+            let mut buf = vec![0u8; chunk.min((end - offset) as usize)];
+            from.read_exact(&mut buf).await.unwrap();
+            for _ in 0..if sent % 3 == 2 { 2 } else { 1 } {
+                to.seek(SeekFrom::Start(offset)).await.unwrap();
+                to.write_all(&buf).await.unwrap();
+            }
+            sent += 1;
+            offset += buf.len() as u64;
         }
     }
 
     #[tokio::test]
-    async fn an_older_snapshot_never_replaces_a_newer_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let db = Arc::new(
-            Db::open(
-                dir.path(),
-                strata::Options {
-                    create_if_missing: true,
-                    ..Default::default()
-                },
-            )
-            .unwrap(),
-        );
-        let mut sm = StrataStateMachine::new(db);
-        let newer = snapshot(10, "new");
-        sm.install_snapshot(&newer.meta, Box::new(Cursor::new(newer.data.clone())))
+    async fn a_snapshot_moves_the_state_in_chunks_and_an_older_one_is_never_kept() {
+        let env = Arc::new(CrashEnv::new());
+        let mut a = StrataStateMachine::open("/a", options(&env)).unwrap();
+        let mut b = StrataStateMachine::open("/b", options(&env)).unwrap();
+        fill(&mut a, 1, 300, "old").await;
+        let early = a
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
             .await
             .unwrap();
-        // A build that read its state before the install finishes after it.
-        assert!(!sm.store_snapshot(&snapshot(5, "old")).unwrap());
-        let kept = sm.get_current_snapshot().await.unwrap().unwrap();
-        assert_eq!(kept.meta.snapshot_id, "test-10");
-        assert!(sm.store_snapshot(&snapshot(12, "newest")).unwrap());
-        let kept = sm.get_current_snapshot().await.unwrap().unwrap();
-        assert_eq!(kept.meta.snapshot_id, "test-12");
+        fill(&mut a, 301, 500, "new").await;
+        let mut snap = a
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .unwrap();
+        assert_eq!(snap.meta.last_log_id.unwrap().index, 500);
+        fill(&mut b, 1, 10, "b's own").await;
+
+        let mut incoming = b.begin_receiving_snapshot().await.unwrap();
+        stream(&mut snap.snapshot, &mut incoming, 4096).await;
+        b.install_snapshot(&snap.meta, incoming).await.unwrap();
+        assert_eq!(b.applied_state().await.unwrap().0, snap.meta.last_log_id);
+        assert_eq!(b.get("k0007").unwrap().as_deref(), Some("old"));
+        assert_eq!(b.get("k0450").unwrap().as_deref(), Some("new"));
+        assert_eq!(b.scan("", None, 10_000, usize::MAX).unwrap().len(), 500);
+        let kept = b.get_current_snapshot().await.unwrap().unwrap();
+        assert_eq!(kept.meta, snap.meta);
+
+        // The earlier snapshot, installed late, replaces the state (openraft asked for
+        // it) but never the kept snapshot (SD1); a later build is kept again.
+        let mut late = b.begin_receiving_snapshot().await.unwrap();
+        let mut early_data = early.snapshot;
+        stream(&mut early_data, &mut late, 1 << 20).await;
+        b.install_snapshot(&early.meta, late).await.unwrap();
+        assert_eq!(b.get("k0007").unwrap().as_deref(), Some("old"));
+        let kept = b.get_current_snapshot().await.unwrap().unwrap();
+        assert_eq!(kept.meta.snapshot_id, snap.meta.snapshot_id);
+        fill(&mut b, 301, 600, "newest").await;
+        let newest = b
+            .get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .unwrap();
+        let kept = b.get_current_snapshot().await.unwrap().unwrap();
+        assert_eq!(kept.meta, newest.meta);
+        // One database and one snapshot directory are left.
+        let mut names = env.children(Path::new("/b")).unwrap();
+        names.sort();
+        assert_eq!(names.len(), 3, "{names:?}");
+    }
+
+    #[tokio::test]
+    async fn a_power_cut_that_loses_applied_entries_restores_the_kept_snapshot() {
+        for damage in Damage::ALL {
+            let env = Arc::new(CrashEnv::new());
+            let mut sm = StrataStateMachine::open("/sm", options(&env)).unwrap();
+            fill(&mut sm, 1, 200, "v").await;
+            let snap = sm
+                .get_snapshot_builder()
+                .await
+                .build_snapshot()
+                .await
+                .unwrap();
+            fill(&mut sm, 201, 260, "w").await;
+            let crashed = Arc::new(env.crash(damage, 7));
+            drop(sm);
+            let mut sm = StrataStateMachine::open("/sm", options(&crashed)).unwrap();
+            // SD3: never behind the snapshot the log was purged to.
+            let applied = sm.applied_state().await.unwrap().0;
+            assert!(applied >= snap.meta.last_log_id, "{damage:?}: {applied:?}");
+            assert_eq!(sm.get("k0150").unwrap().as_deref(), Some("v"), "{damage:?}");
+            if damage.keeps_unsynced() {
+                assert_eq!(applied.unwrap().index, 260);
+            }
+            let kept = sm.get_current_snapshot().await.unwrap().unwrap();
+            assert_eq!(kept.meta, snap.meta, "{damage:?}");
+        }
     }
 }

@@ -6,7 +6,6 @@
 
 mod common;
 
-use std::io::Cursor;
 use std::sync::Arc;
 
 use openraft::storage::{RaftLogReader, RaftLogStorage, RaftSnapshotBuilder, RaftStateMachine};
@@ -14,6 +13,7 @@ use openraft::{CommittedLeaderId, Entry, EntryPayload, LogId, SnapshotMeta};
 use strata_openraft::{
     Proposal, Request, StrataLogStore, StrataStateMachine, TypeConfig, Write, keys,
 };
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 fn entry(index: u64, key: &str) -> Entry<TypeConfig> {
     Entry {
@@ -77,43 +77,102 @@ async fn a_damaged_vote_or_purge_record_is_an_error() {
 #[tokio::test]
 async fn a_damaged_state_machine_record_is_an_error() {
     let dir = tempfile::tempdir().unwrap();
-    let db = common::open_db(dir.path());
-    let mut sm = StrataStateMachine::new(Arc::clone(&db));
+    let mut sm = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap();
+    let db = sm.db();
     sm.apply([entry(1, "a"), entry(2, "b")]).await.unwrap();
     assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"));
 
-    // A value that is not UTF-8: reading it, and building a snapshot over it, fail.
+    // A value that is not UTF-8: reading it fails.
     db.put(keys::data("a"), b"\xff").unwrap();
     assert!(sm.get("a").is_err());
-    assert!(
-        sm.get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .is_err()
-    );
     // Applying an entry that must read the previous value fails too.
     assert!(sm.apply([entry(3, "a")]).await.is_err());
 
     db.put(keys::APPLIED, b"{}").unwrap();
     assert!(sm.applied_state().await.is_err());
-    db.put(keys::SNAPSHOT, b"\x00").unwrap();
-    assert!(sm.get_current_snapshot().await.is_err());
+}
+
+#[tokio::test]
+async fn damaged_snapshot_metadata_stops_the_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sm = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap();
+    sm.apply([entry(1, "a")]).await.unwrap();
+    sm.get_snapshot_builder()
+        .await
+        .build_snapshot()
+        .await
+        .unwrap();
+    drop(sm);
+    let snapshot = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("snapshot-")
+        })
+        .unwrap();
+    std::fs::write(snapshot.join("snapshot.json"), b"{\"last_log_id\": 3").unwrap();
+    let e = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap_err();
+    assert!(e.to_string().contains("snapshot.json"), "{e}");
+}
+
+/// A snapshot of one entry, as the bytes a node would send.
+async fn snapshot_bytes() -> (SnapshotMeta<u64, openraft::BasicNode>, Vec<u8>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut sm = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap();
+    for i in 1..=50 {
+        sm.apply([entry(i, &format!("x{i}"))]).await.unwrap();
+    }
+    let mut snap = sm
+        .get_snapshot_builder()
+        .await
+        .build_snapshot()
+        .await
+        .unwrap();
+    let mut bytes = Vec::new();
+    snap.snapshot.read_to_end(&mut bytes).await.unwrap();
+    (snap.meta, bytes)
 }
 
 #[tokio::test]
 async fn a_damaged_snapshot_is_refused_and_changes_nothing() {
+    let (meta, good) = snapshot_bytes().await;
+    let mut flipped = good.clone();
+    let middle = flipped.len() / 2;
+    flipped[middle] ^= 1;
+    let cases = [
+        ("not an archive", b"{\"kv\": [[\"x\"".to_vec()),
+        ("cut short", good[..good.len() - 3].to_vec()),
+        ("a byte flipped", flipped),
+    ];
+    for (what, bytes) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sm = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap();
+        sm.apply([entry(1, "a")]).await.unwrap();
+        let mut incoming = sm.begin_receiving_snapshot().await.unwrap();
+        incoming.write_all(&bytes).await.unwrap();
+        assert!(
+            sm.install_snapshot(&meta, incoming).await.is_err(),
+            "{what}"
+        );
+        assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"), "{what}");
+        assert_eq!(sm.get("x1").unwrap(), None, "{what}");
+        assert_eq!(
+            sm.applied_state().await.unwrap().0.unwrap().index,
+            1,
+            "{what}"
+        );
+        assert!(sm.get_current_snapshot().await.unwrap().is_none(), "{what}");
+        // Nothing of it is left behind: the live database, STATE.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "{what}");
+    }
+    // The same bytes whole install.
     let dir = tempfile::tempdir().unwrap();
-    let db = common::open_db(dir.path());
-    let mut sm = StrataStateMachine::new(Arc::clone(&db));
-    sm.apply([entry(1, "a")]).await.unwrap();
-    let meta = SnapshotMeta {
-        last_log_id: Some(LogId::new(CommittedLeaderId::new(2, 0), 10)),
-        last_membership: Default::default(),
-        snapshot_id: "damaged".into(),
-    };
-    let data = Box::new(Cursor::new(b"{\"kv\": [[\"x\"".to_vec()));
-    assert!(sm.install_snapshot(&meta, data).await.is_err());
-    assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"));
-    assert_eq!(sm.applied_state().await.unwrap().0.unwrap().index, 1);
+    let mut sm = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap();
+    let mut incoming = sm.begin_receiving_snapshot().await.unwrap();
+    incoming.write_all(&good).await.unwrap();
+    sm.install_snapshot(&meta, incoming).await.unwrap();
+    assert_eq!(sm.get("x50").unwrap().as_deref(), Some("v"));
 }

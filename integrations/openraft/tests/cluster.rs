@@ -204,7 +204,10 @@ type Records = Vec<(Vec<u8>, Vec<u8>)>;
 /// Every state-machine record (values and sessions) in the database at `dir`, and its
 /// last applied index.
 fn state_of(dir: &std::path::Path) -> (Records, Option<Vec<u8>>) {
-    let db = strata::Db::open(dir, strata::Options::default()).unwrap();
+    let sm =
+        strata_openraft::StrataStateMachine::open(dir.join("state"), strata::Options::default())
+            .unwrap();
+    let db = sm.db();
     let mut records: Records = db
         .range(keys::DATA.to_vec()..keys::DATA_END.to_vec())
         .map(Result::unwrap)

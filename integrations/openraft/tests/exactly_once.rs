@@ -22,7 +22,7 @@ use strata_openraft::{
 };
 
 fn machine(dir: &std::path::Path) -> StrataStateMachine {
-    StrataStateMachine::new(common::open_db(dir))
+    StrataStateMachine::open(dir, strata::Options::default()).unwrap()
 }
 
 fn set(client: u64, seq: u64, key: &str, value: &str) -> Write {
@@ -170,8 +170,8 @@ async fn sessions_survive_a_reopen_and_travel_in_snapshots() {
 #[tokio::test]
 async fn the_session_table_is_bounded_and_forgets_the_longest_idle() {
     let dir = tempfile::tempdir().unwrap();
-    let db = common::open_db(dir.path());
-    let mut sm = StrataStateMachine::new(Arc::clone(&db)).with_session_limit(3);
+    let mut sm = machine(dir.path()).with_session_limit(3);
+    let db = sm.db();
     for client in 1..=3u64 {
         sm.apply(vec![entry(client, vec![set(client, 1, "k", "v")])])
             .await
@@ -224,7 +224,7 @@ async fn the_session_table_is_bounded_and_forgets_the_longest_idle() {
 fn records(db: &strata::Db) -> Vec<(Vec<u8>, Vec<u8>)> {
     db.range(b"a/".to_vec()..b"t".to_vec())
         .map(Result::unwrap)
-        .filter(|(k, _)| !k.starts_with(keys::SNAPSHOT) && !k.starts_with(keys::MEMBERSHIP))
+        .filter(|(k, _)| !k.starts_with(keys::MEMBERSHIP))
         .collect()
 }
 
@@ -258,17 +258,15 @@ async fn replicas_agree_however_entries_are_grouped_and_through_a_snapshot() {
         let mut rng = common::Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         let log = random_log(&mut rng, 120);
         let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
-        let dbs: Vec<_> = dirs.iter().map(|d| common::open_db(d.path())).collect();
-        let machine =
-            |db: &Arc<strata::Db>| StrataStateMachine::new(Arc::clone(db)).with_session_limit(3);
+        let machine = |dir: &std::path::Path| machine(dir).with_session_limit(3);
         // One entry a call.
-        let mut one = machine(&dbs[0]);
+        let mut one = machine(dirs[0].path());
         let mut answers_one = Vec::new();
         for e in &log {
             answers_one.extend(one.apply(vec![e.clone()]).await.unwrap());
         }
         // Random groups.
-        let mut grouped = machine(&dbs[1]);
+        let mut grouped = machine(dirs[1].path());
         let mut answers_grouped = Vec::new();
         let mut rest = &log[..];
         while !rest.is_empty() {
@@ -281,14 +279,13 @@ async fn replicas_agree_however_entries_are_grouped_and_through_a_snapshot() {
             "seed {seed}: the answers differ"
         );
         assert!(
-            records(&dbs[0]) == records(&dbs[1]),
+            records(&one.db()) == records(&grouped.db()),
             "seed {seed}: grouping changed the state"
         );
         // Half the log, a snapshot installed elsewhere, the other half there.
         let half = log.len() / 2;
         let src_dir = tempfile::tempdir().unwrap();
-        let src_db = common::open_db(src_dir.path());
-        let mut src = machine(&src_db);
+        let mut src = machine(src_dir.path());
         src.apply(log[..half].to_vec()).await.unwrap();
         let snap = src
             .get_snapshot_builder()
@@ -296,14 +293,14 @@ async fn replicas_agree_however_entries_are_grouped_and_through_a_snapshot() {
             .build_snapshot()
             .await
             .unwrap();
-        let mut installed = machine(&dbs[2]);
+        let mut installed = machine(dirs[2].path());
         installed
             .install_snapshot(&snap.meta, snap.snapshot)
             .await
             .unwrap();
         installed.apply(log[half..].to_vec()).await.unwrap();
         assert!(
-            records(&dbs[0]) == records(&dbs[2]),
+            records(&one.db()) == records(&installed.db()),
             "seed {seed}: a snapshot and the rest of the log gave another state"
         );
     }

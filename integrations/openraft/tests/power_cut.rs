@@ -25,7 +25,7 @@ use common::linearizable::{Kind, Op, linearizable};
 use openraft::BasicNode;
 use strata::testing::{CrashEnv, Damage};
 use strata_openraft::service::{Client, KvRaft};
-use strata_openraft::{Request, StrataLogStore, StrataStateMachine, TypeConfig, keys};
+use strata_openraft::{Request, StrataStateMachine};
 
 const KEYS: [&str; 3] = ["x", "y", "z"];
 const DIR: &str = "/kv";
@@ -35,7 +35,8 @@ struct Node {
     /// `None` once stopped.
     server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
     /// The node's database (log and state machine).
-    db: Arc<strata::Db>,
+    /// Its state machine (shares the database with the running node).
+    sm: StrataStateMachine,
 }
 
 fn config() -> openraft::Config {
@@ -79,41 +80,33 @@ async fn listen(addr: &str) -> tokio::net::TcpListener {
 }
 
 async fn start(id: u64, addr: &str, env: &Arc<CrashEnv>) -> Node {
-    let db = Arc::new(
-        strata::Db::open(
-            Path::new(DIR),
-            strata::Options {
-                create_if_missing: true,
-                env: Arc::clone(env) as Arc<dyn strata::env::Env>,
-                ..Default::default()
-            },
-        )
-        .unwrap(),
-    );
-    let log = StrataLogStore::<TypeConfig>::new(Arc::clone(&db));
-    let sm = StrataStateMachine::new(Arc::clone(&db));
+    let (log, sm) = strata_openraft::open_with(
+        Path::new(DIR),
+        strata::Options {
+            env: Arc::clone(env) as Arc<dyn strata::env::Env>,
+            ..Default::default()
+        },
+    )
+    .unwrap();
     let (raft, server) =
-        strata_openraft::service::start_with(id, config(), listen(addr).await, log, sm)
+        strata_openraft::service::start_with(id, config(), listen(addr).await, log, sm.clone())
             .await
             .unwrap();
     Node {
         raft,
         server: Some(server),
-        db,
+        sm,
     }
 }
 
 /// Keys and values, in key order.
 type Records = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// Every record of a node's state machine but its kept snapshot (built when each node
-/// chose): values, sessions and their age index and count, the applied id and membership.
+/// Every record of a node's state machine: values, sessions and their age index and
+/// count, the applied id and membership.
 fn state_machine(db: &strata::Db) -> Records {
-    db.range(b"a/".to_vec()..b"t".to_vec())
+    db.range(Vec::new()..b"\xff".to_vec())
         .map(Result::unwrap)
-        .filter(|(k, _)| {
-            !k.starts_with(keys::SNAPSHOT) && !k.starts_with(b"l/") && !k.starts_with(b"m/")
-        })
         .collect()
 }
 
@@ -331,7 +324,7 @@ async fn one_cut(seed: u64) -> (usize, [Damage; 3]) {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
-    let states: Vec<Records> = nodes.values().map(|n| state_machine(&n.db)).collect();
+    let states: Vec<Records> = nodes.values().map(|n| state_machine(&n.sm.db())).collect();
     for (i, state) in states.iter().enumerate().skip(1) {
         assert!(
             *state == states[0],

@@ -1,0 +1,459 @@
+//! The state machine's directory: its live database, its kept snapshot, and snapshots
+//! on their way in. Every file call goes through the engine's filesystem (`strata::env`),
+//! so the power-cut tests cover these too.
+//!
+//! ```text
+//! STATE              the live database's number, as decimal text (replaced by rename)
+//! db-<n>/            a state-machine database; the live one is STATE's
+//! snapshot-<n>/      a checkpoint of a state-machine database (`Db::checkpoint`), with
+//!                    snapshot.json, its openraft metadata, written last
+//! incoming-<n>       a snapshot archive being received (`archive.rs`)
+//! ```
+//!
+//! Numbers are never reused within an open, and an open starts past every number it finds.
+//!
+//! Invariants:
+//! - SD1 A `snapshot-<n>` is complete once its `snapshot.json` exists: the checkpoint's
+//!   files are synced before it is written (a temporary file renamed, the directory
+//!   synced). The kept snapshot is the complete one that covers the most of the log; an
+//!   older one never replaces it (`keep`).
+//! - SD2 `STATE` names a database only once it is complete and synced: a new live
+//!   database (a snapshot installed, or restored at open) is written beside the old one,
+//!   then `STATE` is replaced, then the old one is removed. A crash leaves the old live
+//!   database or the new one, never a mix.
+//! - SD3 The state machine's writes are not synced (RS1), so after a power cut the live
+//!   database may have applied less than the kept snapshot covers, and the log before the
+//!   kept snapshot may be purged. An open then restores the live database from the kept
+//!   snapshot (which is synced, SD1), so what the state machine has applied is never
+//!   behind the log's purge point.
+//! - SD4 Anything else an open finds (databases `STATE` does not name, incomplete or
+//!   older snapshots, archives half received) is left over from a crash and is removed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::time::{Duration, Instant};
+
+use openraft::{BasicNode, SnapshotMeta};
+use strata::env::Env;
+use strata::{Db, Error, Options, Result};
+
+use crate::archive::{self, ArchiveReader};
+use crate::snapshot_data::SnapshotArchive;
+
+/// A snapshot's metadata, as openraft gives it.
+pub(crate) type Meta = SnapshotMeta<u64, BasicNode>;
+
+/// The metadata file of a complete snapshot (SD1).
+const META: &str = "snapshot.json";
+const META_TMP: &str = "snapshot.json.tmp";
+const STATE: &str = "STATE";
+const STATE_TMP: &str = "STATE.tmp";
+
+/// How long a replaced database waits for the readers still holding it before it is
+/// left for the next open to remove.
+const RETIRE_WAIT: Duration = Duration::from_secs(10);
+
+/// The live database and its number.
+#[derive(Debug)]
+struct Live {
+    number: u64,
+    db: Arc<Db>,
+}
+
+/// The kept snapshot.
+#[derive(Debug, Clone)]
+pub(crate) struct Kept {
+    pub number: u64,
+    pub meta: Meta,
+}
+
+/// A state machine's directory (see the module documentation).
+#[derive(Debug)]
+pub(crate) struct StateDir {
+    env: Arc<dyn Env>,
+    root: PathBuf,
+    options: Options,
+    live: RwLock<Live>,
+    kept: Mutex<Option<Kept>>,
+    next: AtomicU64,
+    /// Held while an entry is applied, and while a snapshot's checkpoint and its
+    /// metadata are taken, so the two agree.
+    apply: Mutex<()>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What kind of entry a name in the directory is, and its number.
+fn parse(name: &str) -> Option<(&str, u64)> {
+    let (kind, n) = name.split_once('-')?;
+    if !matches!(kind, "db" | "snapshot" | "incoming") || n.is_empty() {
+        return None;
+    }
+    n.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| n.parse().ok())
+        .flatten()
+        .map(|n| (kind, n))
+}
+
+/// The whole of a small file.
+fn read_file(env: &dyn Env, path: &Path) -> Result<Vec<u8>> {
+    let mut f = env.new_sequential(path)?;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            return Ok(out);
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+}
+
+/// Replaces `dir/name` with `data`, durably: a temporary file synced, renamed over it,
+/// the directory synced.
+fn replace_file(env: &dyn Env, dir: &Path, name: &str, tmp: &str, data: &[u8]) -> Result<()> {
+    let t = dir.join(tmp);
+    let mut f = env.new_writable(&t)?;
+    f.append(data)?;
+    f.flush()?;
+    f.sync()?;
+    drop(f);
+    env.rename(&t, &dir.join(name))?;
+    env.sync_dir(dir)
+}
+
+/// Removes `dir` and the files in it (the directories here hold only files).
+fn remove_tree(env: &dyn Env, dir: &Path) -> Result<()> {
+    for name in env.children(dir)? {
+        env.remove_file(&dir.join(name))?;
+    }
+    env.remove_dir(dir)
+}
+
+/// Whether a file of a database never changes once written (a table or a blob file): a
+/// copy of a snapshot may share it by a hard link.
+fn immutable(name: &str) -> bool {
+    name.ends_with(".ldb") || name.ends_with(".sst") || name.ends_with(".blob")
+}
+
+/// Whether a file of a snapshot directory travels in its archive (not its metadata).
+fn in_archive(name: &str) -> bool {
+    name != META && name != META_TMP
+}
+
+impl StateDir {
+    /// Opens the directory `root` (creating it): the live database `STATE` names (a new
+    /// one if there is none) and the kept snapshot. The caller then restores the live
+    /// database if it is behind the kept snapshot (SD3) and removes the rest (`tidy`).
+    pub fn open(root: &Path, options: Options) -> Result<StateDir> {
+        let env = Arc::clone(&options.env);
+        env.create_dir_all(root)?;
+        if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
+            env.sync_dir(parent)?;
+        }
+        let names = env.children(root)?;
+        let mut next = 1;
+        let mut kept: Option<Kept> = None;
+        for name in &names {
+            let Some((kind, n)) = parse(name) else {
+                continue;
+            };
+            next = next.max(n + 1);
+            let meta_path = root.join(name).join(META);
+            if kind != "snapshot" || !env.exists(&meta_path) {
+                continue;
+            }
+            let meta: Meta = serde_json::from_slice(&read_file(env.as_ref(), &meta_path)?)
+                .map_err(|e| {
+                    Error::corruption(
+                        meta_path.display().to_string(),
+                        0,
+                        format!("a snapshot's metadata does not decode: {e}"),
+                    )
+                })?;
+            let newer = kept
+                .as_ref()
+                .is_none_or(|k| (&meta.last_log_id, n) > (&k.meta.last_log_id, k.number));
+            if newer {
+                kept = Some(Kept { number: n, meta });
+            }
+        }
+        let state = root.join(STATE);
+        let live = if env.exists(&state) {
+            let text = read_file(env.as_ref(), &state)?;
+            let number = std::str::from_utf8(&text)
+                .ok()
+                .and_then(|t| t.trim().parse::<u64>().ok())
+                .ok_or_else(|| {
+                    Error::corruption(
+                        state.display().to_string(),
+                        0,
+                        "STATE does not hold a database number",
+                    )
+                })?;
+            let db = Db::open(
+                root.join(format!("db-{number}")),
+                Options {
+                    create_if_missing: false,
+                    ..options.clone()
+                },
+            )?;
+            Live {
+                number,
+                db: Arc::new(db),
+            }
+        } else {
+            let number = next;
+            next += 1;
+            let db = Db::open(
+                root.join(format!("db-{number}")),
+                Options {
+                    create_if_missing: true,
+                    ..options.clone()
+                },
+            )?;
+            env.sync_dir(root)?;
+            replace_file(
+                env.as_ref(),
+                root,
+                STATE,
+                STATE_TMP,
+                format!("{number}\n").as_bytes(),
+            )?;
+            Live {
+                number,
+                db: Arc::new(db),
+            }
+        };
+        Ok(StateDir {
+            env,
+            root: root.to_path_buf(),
+            options,
+            live: RwLock::new(live),
+            kept: Mutex::new(kept),
+            next: AtomicU64::new(next),
+            apply: Mutex::new(()),
+        })
+    }
+
+    /// The live database.
+    pub fn db(&self) -> Arc<Db> {
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(&live.db)
+    }
+
+    /// Held while an entry is applied or a snapshot taken.
+    pub fn apply_lock(&self) -> MutexGuard<'_, ()> {
+        lock(&self.apply)
+    }
+
+    /// The kept snapshot.
+    pub fn kept(&self) -> Option<Kept> {
+        lock(&self.kept).clone()
+    }
+
+    fn number(&self) -> u64 {
+        self.next.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn snapshot_dir(&self, n: u64) -> PathBuf {
+        self.root.join(format!("snapshot-{n}"))
+    }
+
+    /// A checkpoint of `db` as a new snapshot directory, not complete yet: its number.
+    pub fn checkpoint(&self, db: &Db) -> Result<u64> {
+        let n = self.number();
+        db.checkpoint(self.snapshot_dir(n))?;
+        self.env.sync_dir(&self.root)?;
+        Ok(n)
+    }
+
+    /// Completes snapshot `n` with its metadata (SD1).
+    pub fn complete(&self, n: u64, meta: &Meta) -> Result<()> {
+        let bytes = serde_json::to_vec(meta)
+            .map_err(|e| Error::InvalidArgument(format!("a snapshot's metadata: {e}")))?;
+        replace_file(
+            self.env.as_ref(),
+            &self.snapshot_dir(n),
+            META,
+            META_TMP,
+            &bytes,
+        )
+    }
+
+    /// Snapshot `n`'s archive, its files opened.
+    pub fn archive(&self, n: u64) -> Result<SnapshotArchive> {
+        let reader = ArchiveReader::new(self.env.as_ref(), &self.snapshot_dir(n), in_archive)?;
+        Ok(SnapshotArchive::outgoing(reader))
+    }
+
+    /// The kept snapshot and its archive.
+    pub fn current(&self) -> Result<Option<(Meta, SnapshotArchive)>> {
+        let kept = lock(&self.kept);
+        kept.as_ref()
+            .map(|k| Ok((k.meta.clone(), self.archive(k.number)?)))
+            .transpose()
+    }
+
+    /// Keeps complete snapshot `n` unless the kept one covers more of the log (SD1); the
+    /// one not kept is removed (an archive opened on it reads on). True if kept.
+    pub fn keep(&self, n: u64, meta: &Meta) -> Result<bool> {
+        let mut kept = lock(&self.kept);
+        if let Some(k) = kept.as_ref()
+            && k.meta.last_log_id > meta.last_log_id
+        {
+            remove_tree(self.env.as_ref(), &self.snapshot_dir(n))?;
+            return Ok(false);
+        }
+        let old = kept.replace(Kept {
+            number: n,
+            meta: meta.clone(),
+        });
+        if let Some(old) = old
+            && old.number != n
+        {
+            remove_tree(self.env.as_ref(), &self.snapshot_dir(old.number))?;
+        }
+        Ok(true)
+    }
+
+    /// A new file to receive a snapshot's archive in.
+    pub fn incoming(&self) -> Result<SnapshotArchive> {
+        let path = self.root.join(format!("incoming-{}", self.number()));
+        let file = self.env.new_writable(&path)?;
+        Ok(SnapshotArchive::incoming(path, file))
+    }
+
+    /// Unpacks a received snapshot into a new snapshot directory, complete with `meta`:
+    /// its number. The archive file is removed, and so is what was unpacked if it fails.
+    pub fn unpack(&self, data: &mut SnapshotArchive, meta: &Meta) -> Result<u64> {
+        let env = self.env.as_ref();
+        let archive = match data.finish_incoming()? {
+            Some(path) => path.to_path_buf(),
+            None => {
+                // Another kind (a snapshot handed over in memory, or another node's
+                // outgoing one in a test): written to a file first.
+                let mut received = self.incoming()?;
+                copy_stream(data, &mut received)?;
+                received
+                    .finish_incoming()?
+                    .map(Path::to_path_buf)
+                    .ok_or_else(|| Error::InvalidArgument("no incoming file".into()))?
+            }
+        };
+        let n = self.number();
+        let dest = self.snapshot_dir(n);
+        let unpacked = archive::unpack(env, &archive, &dest).and_then(|_| {
+            env.sync_dir(&self.root)?;
+            self.complete(n, meta)
+        });
+        let removed = env.remove_file(&archive);
+        if let Err(e) = unpacked {
+            if env.exists(&dest) {
+                remove_tree(env, &dest)?;
+            }
+            return Err(e);
+        }
+        removed?;
+        Ok(n)
+    }
+
+    /// A new database made from snapshot `n` (its tables and blob files linked, the rest
+    /// copied), opened: its number. Not live until `make_live`.
+    pub fn copy_of_snapshot(&self, n: u64) -> Result<(u64, Db)> {
+        let env = self.env.as_ref();
+        let from = self.snapshot_dir(n);
+        let m = self.number();
+        let dest = self.root.join(format!("db-{m}"));
+        env.create_dir_all(&dest)?;
+        env.sync_dir(&self.root)?;
+        let mut names = env.children(&from)?;
+        names.retain(|n| in_archive(n));
+        for name in names {
+            if immutable(&name) {
+                env.link_file(&from.join(&name), &dest.join(&name))?;
+            } else {
+                strata::env::copy_file(env, &from.join(&name), &dest.join(&name))?;
+            }
+        }
+        env.sync_dir(&dest)?;
+        let db = Db::open(
+            &dest,
+            Options {
+                create_if_missing: false,
+                ..self.options.clone()
+            },
+        )?;
+        Ok((m, db))
+    }
+
+    /// Makes database `number` the live one (SD2); the replaced one is closed and removed
+    /// once no reader holds it (or left for the next open after `RETIRE_WAIT`).
+    pub fn make_live(&self, number: u64, db: Db) -> Result<()> {
+        let env = self.env.as_ref();
+        replace_file(
+            env,
+            &self.root,
+            STATE,
+            STATE_TMP,
+            format!("{number}\n").as_bytes(),
+        )?;
+        let old = {
+            let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
+            std::mem::replace(
+                &mut *live,
+                Live {
+                    number,
+                    db: Arc::new(db),
+                },
+            )
+        };
+        let deadline = Instant::now() + RETIRE_WAIT;
+        while Arc::strong_count(&old.db) > 1 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        if Arc::strong_count(&old.db) == 1 {
+            drop(old.db);
+            remove_tree(env, &self.root.join(format!("db-{}", old.number)))?;
+        }
+        Ok(())
+    }
+
+    /// Removes what an open found that is neither the live database nor the kept
+    /// snapshot (SD4).
+    pub fn tidy(&self) -> Result<()> {
+        let env = self.env.as_ref();
+        let live = self.live.read().unwrap_or_else(|p| p.into_inner()).number;
+        let kept = self.kept().map(|k| k.number);
+        for name in env.children(&self.root)? {
+            let path = self.root.join(&name);
+            match parse(&name) {
+                Some(("db", n)) if n != live => remove_tree(env, &path)?,
+                Some(("snapshot", n)) if Some(n) != kept => remove_tree(env, &path)?,
+                Some(("incoming", _)) => env.remove_file(&path)?,
+                _ if name == STATE_TMP => env.remove_file(&path)?,
+                _ => {}
+            }
+        }
+        env.sync_dir(&self.root)
+    }
+}
+
+/// Copies every byte of `from`, from its start, into `to`.
+fn copy_stream(from: &mut SnapshotArchive, to: &mut SnapshotArchive) -> Result<()> {
+    use std::io::{Read, Seek, Write};
+    let io = |e: std::io::Error| Error::io("copying a snapshot", e);
+    from.rewind().map_err(io)?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = from.read(&mut buf).map_err(io)?;
+        if n == 0 {
+            return Ok(());
+        }
+        to.write_all(&buf[..n]).map_err(io)?;
+    }
+}
