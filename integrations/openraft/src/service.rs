@@ -3,7 +3,9 @@
 //!
 //! One port per node serves both Raft's messages between nodes and clients' requests.
 //! A message is a frame: a 4-byte big-endian length, then that many bytes of JSON (one
-//! [`Call`] asked, one [`Answer`] given, in order, on a connection).
+//! [`Call`] asked, one [`Answer`] given, in order, on a connection). A snapshot's chunk
+//! ([`Call::InstallSnapshot`]) carries its bytes in a second frame, raw, right after the
+//! call's (the call's own `data` is empty): JSON would spell each byte as a number.
 //!
 //! Clients write through the leader and read linearizably (`Raft::ensure_linearizable`,
 //! then the state machine); a node that is not the leader answers
@@ -81,7 +83,7 @@ pub enum Call {
     AppendEntries(AppendEntriesRequest<TypeConfig>),
     /// Raft: a candidate asks for a vote.
     Vote(VoteRequest<u64>),
-    /// Raft: a chunk of a snapshot.
+    /// Raft: a chunk of a snapshot; its bytes follow in a raw frame of their own.
     InstallSnapshot(InstallSnapshotRequest<TypeConfig>),
     /// A client's write.
     Write(Write),
@@ -173,20 +175,23 @@ pub enum Answer {
 /// Writes `value` as one frame.
 async fn send<T: Serialize>(stream: &mut TcpStream, value: &T) -> std::io::Result<()> {
     let bytes = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    send_raw(stream, &bytes).await
+}
+
+/// Writes `bytes` as one frame.
+async fn send_raw(stream: &mut TcpStream, bytes: &[u8]) -> std::io::Result<()> {
     let len = u32::try_from(bytes.len())
         .ok()
         .filter(|&n| n <= MAX_FRAME)
         .ok_or_else(|| std::io::Error::other("frame too large"))?;
     let mut frame = Vec::with_capacity(4 + bytes.len());
     frame.extend_from_slice(&len.to_be_bytes());
-    frame.extend_from_slice(&bytes);
+    frame.extend_from_slice(bytes);
     stream.write_all(&frame).await
 }
 
-/// Reads one frame and decodes it; `Ok(None)` at a clean end of the stream.
-async fn receive<T: serde::de::DeserializeOwned>(
-    stream: &mut TcpStream,
-) -> std::io::Result<Option<T>> {
+/// Reads one frame's bytes; `Ok(None)` at a clean end of the stream.
+async fn receive_raw(stream: &mut TcpStream) -> std::io::Result<Option<Vec<u8>>> {
     let mut len = [0u8; 4];
     match stream.read_exact(&mut len).await {
         Ok(_) => {}
@@ -201,17 +206,44 @@ async fn receive<T: serde::de::DeserializeOwned>(
     }
     let mut bytes = vec![0u8; len as usize];
     stream.read_exact(&mut bytes).await?;
+    Ok(Some(bytes))
+}
+
+/// Reads one frame and decodes it; `Ok(None)` at a clean end of the stream.
+async fn receive<T: serde::de::DeserializeOwned>(
+    stream: &mut TcpStream,
+) -> std::io::Result<Option<T>> {
+    let Some(bytes) = receive_raw(stream).await? else {
+        return Ok(None);
+    };
     serde_json::from_slice(&bytes)
         .map(Some)
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// Reads one call, with the raw frame of a snapshot chunk's bytes; `Ok(None)` at a clean
+/// end of the stream.
+async fn receive_call(stream: &mut TcpStream) -> std::io::Result<Option<Call>> {
+    let mut call = receive::<Call>(stream).await?;
+    if let Some(Call::InstallSnapshot(rpc)) = &mut call {
+        rpc.data = receive_raw(stream).await?.ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "a snapshot chunk without its bytes",
+            )
+        })?;
+    }
+    Ok(call)
+}
+
 /// One request and its answer on `stream` (connecting first when there is none), within
-/// `ttl`. On any failure the connection is dropped, so the next call reconnects.
+/// `ttl`; `payload`, if given, is sent raw after the request (a snapshot chunk's bytes).
+/// On any failure the connection is dropped, so the next call reconnects.
 pub(crate) async fn call(
     stream: &mut Option<TcpStream>,
     addr: &str,
     message: &Call,
+    payload: Option<&[u8]>,
     ttl: Duration,
 ) -> std::io::Result<Answer> {
     let exchange = async {
@@ -224,6 +256,9 @@ pub(crate) async fn call(
             .as_mut()
             .ok_or_else(|| std::io::Error::other("no connection"))?;
         send(s, message).await?;
+        if let Some(bytes) = payload {
+            send_raw(s, bytes).await?;
+        }
         receive::<Answer>(s).await?.ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -271,15 +306,25 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 impl PeerClient {
     async fn ask<E: std::error::Error>(
         &mut self,
-        message: Call,
+        mut message: Call,
         option: &RPCOption,
     ) -> Result<Answer, RPCError<u64, BasicNode, E>> {
-        call(&mut self.stream, &self.addr, &message, option.hard_ttl())
-            .await
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::InvalidData => RPCError::Network(NetworkError::new(&e)),
-                _ => RPCError::Unreachable(Unreachable::new(&e)),
-            })
+        let payload = match &mut message {
+            Call::InstallSnapshot(rpc) => Some(std::mem::take(&mut rpc.data)),
+            _ => None,
+        };
+        call(
+            &mut self.stream,
+            &self.addr,
+            &message,
+            payload.as_deref(),
+            option.hard_ttl(),
+        )
+        .await
+        .map_err(|e| match e.kind() {
+            std::io::ErrorKind::InvalidData => RPCError::Network(NetworkError::new(&e)),
+            _ => RPCError::Unreachable(Unreachable::new(&e)),
+        })
     }
 
     fn unexpected<E: std::error::Error>(&self) -> RPCError<u64, BasicNode, E> {
@@ -436,7 +481,7 @@ pub async fn serve_with<M: KvMachine>(
         let (raft, sm, writes) = (raft.clone(), sm.clone(), writes.clone());
         connections.spawn(async move {
             // A connection ends at its first bad frame or write error.
-            while let Ok(Some(call)) = receive::<Call>(&mut stream).await {
+            while let Ok(Some(call)) = receive_call(&mut stream).await {
                 let answer = answer(&raft, &sm, &writes, call).await;
                 if send(&mut stream, &answer).await.is_err() {
                     break;
@@ -814,7 +859,7 @@ impl Client {
             .ok_or_else(|| std::io::Error::other(format!("no node {id}")))?
             .clone();
         let stream = self.streams.entry(id).or_default();
-        call(stream, &addr, message, self.timeout).await
+        call(stream, &addr, message, None, self.timeout).await
     }
 
     /// Sends `message` to the leader (finding it), at most `attempts` tries. `Ok` carries

@@ -225,8 +225,37 @@ async fn the_cluster_grows_shrinks_and_replaces_a_lost_node_under_load() {
     lost.server.abort();
     std::fs::remove_dir_all(root.path().join("node3")).unwrap();
     admin.remove(set(&[3])).await.unwrap();
+    // Once the leader's log before its last snapshot is purged, node 6 can only start
+    // from a snapshot: an archive of the leader's checkpoint, sent over the framed port
+    // in raw chunks and installed.
+    let leader_purged = |nodes: &BTreeMap<u64, Node>| {
+        nodes.iter().find_map(|(id, n)| {
+            let m = n.raft.metrics().borrow().clone();
+            (m.current_leader == Some(*id))
+                .then_some(m.purged)
+                .flatten()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while leader_purged(&nodes).is_none() {
+        assert!(Instant::now() < deadline, "the leader never purged its log");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     nodes.insert(6, start(6, root.path(), &mut listeners).await);
     admin.add_learner(6, &addrs[&6]).await.unwrap();
+    // (The guard `wait_for` gives is dropped at once: held, it blocks the node's metrics.)
+    let mut metrics = nodes[&6].raft.metrics();
+    let installed = tokio::time::timeout(
+        Duration::from_secs(10),
+        metrics.wait_for(|m| m.snapshot.is_some()),
+    )
+    .await
+    .is_ok_and(|r| r.is_ok());
+    assert!(
+        installed,
+        "node 6 caught up without a snapshot: {:?}",
+        nodes[&6].raft.metrics().borrow()
+    );
     admin.promote(set(&[6])).await.unwrap();
     let end = settled(&mut admin, &[4, 5, 6], &set(&[4, 5, 6])).await;
     let at = acknowledged(&history);
