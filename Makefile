@@ -173,6 +173,7 @@ soak: deps
 	STRATA_META_OPS=200000 STRATA_META_LOGS=10 $(CARGO) test --release -p strata --test metamorphic -- --nocapture
 	STRATA_TXN_TRANSFERS=2000000 STRATA_TXN_SWAPS=20000 STRATA_TXN_HISTORY=100000 STRATA_TXN_CRASHES=20000 $(CARGO) test --release -p strata --test transactions -- --nocapture
 	STRATA_RAFT_CUT_SEEDS=1000 $(CARGO) test --release -p strata-openraft --test power_cut -- --nocapture
+	STRATA_SNAPSHOT_MB=1024 $(CARGO) test --release -p strata-openraft --test snapshot_memory -- --nocapture
 	$(MAKE) stress-soak
 
 # The concurrency soak alone: 16 threads x 5 M ops each, in phases of 50,000 ops per thread

@@ -176,3 +176,16 @@ async fn a_damaged_snapshot_is_refused_and_changes_nothing() {
     sm.install_snapshot(&meta, incoming).await.unwrap();
     assert_eq!(sm.get("x50").unwrap().as_deref(), Some("v"));
 }
+
+#[test]
+fn a_directory_of_the_one_database_layout_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // Before the state machine had a database of its own, the node's directory was one.
+    drop(common::open_db(dir.path()));
+    let e = strata_openraft::open(dir.path()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("before the state machine had a database"),
+        "{e}"
+    );
+}
