@@ -5,15 +5,15 @@
 //! ```text
 //! archive = magic file* end
 //! magic   = "STRSNAP1"                          8 bytes
-//! file    = name_len   u16 big-endian, 1..=255
+//! file    = name_len   u16 little-endian, 1..=255
 //!           name       name_len bytes: ASCII letters, digits, '.', '-', '_', not
 //!                      starting with '.'
-//!           len        u64 big-endian
+//!           len        u64 little-endian
 //!           content    len bytes
-//!           crc        u32 big-endian: CRC-32C (unmasked) of name_len, name, len and
+//!           crc        u32 little-endian: CRC-32C (unmasked) of name_len, name, len and
 //!                      content
 //! end     = 0          u16: a name_len of zero
-//!           count      u64 big-endian: how many files came before
+//!           count      u64 little-endian: how many files came before
 //! ```
 //!
 //! Invariants:
@@ -61,38 +61,44 @@ enum Part {
 }
 
 /// One file of the directory being read.
+#[derive(Debug)]
 struct Member {
     name: String,
     len: u64,
-    file: Arc<dyn RandomAccessFile>,
     /// The CRC of the file's header and its content's first `upto` bytes: extended as
     /// the content is read in order, caught up on demand (a seek may skip ahead).
     crc: u32,
     upto: u64,
 }
 
-impl std::fmt::Debug for Member {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Member")
-            .field("name", &self.name)
-            .field("len", &self.len)
-            .finish_non_exhaustive()
-    }
-}
-
-/// The archive of a directory's files, read at any offset (SA1). Every file is opened
-/// when the reader is made, so the directory may be deleted while it is read.
-#[derive(Debug)]
+/// The archive of a directory's files, read at any offset (SA1). One file is open at a
+/// time (a snapshot may have hundreds), opened when first read: a directory removed
+/// while it is read (a newer snapshot kept) ends the stream with an error, and openraft
+/// sends the newer snapshot instead.
 pub struct ArchiveReader {
+    env: Arc<dyn Env>,
+    dir: PathBuf,
     members: Vec<Member>,
+    /// The member whose file is open, and the file.
+    open: Option<(usize, Arc<dyn RandomAccessFile>)>,
     /// Each part and the stream offset it starts at, in order.
     parts: Vec<(u64, Part)>,
     len: u64,
 }
 
+impl std::fmt::Debug for ArchiveReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArchiveReader")
+            .field("dir", &self.dir)
+            .field("members", &self.members)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
 impl ArchiveReader {
     /// The archive of the files of `dir` whose names `include` accepts, in name order.
-    pub fn new(env: &dyn Env, dir: &Path, include: impl Fn(&str) -> bool) -> Result<Self> {
+    pub fn new(env: Arc<dyn Env>, dir: &Path, include: impl Fn(&str) -> bool) -> Result<Self> {
         let mut names = env.children(dir)?;
         names.retain(|n| include(n));
         names.sort();
@@ -113,11 +119,10 @@ impl ArchiveReader {
             }
             let path = dir.join(&name);
             let len = env.file_size(&path)?;
-            let file = env.new_random_access(&path)?;
             let mut header = Vec::with_capacity(2 + name.len() + 8);
-            header.extend_from_slice(&(name.len() as u16).to_be_bytes());
+            header.extend_from_slice(&(name.len() as u16).to_le_bytes());
             header.extend_from_slice(name.as_bytes());
-            header.extend_from_slice(&len.to_be_bytes());
+            header.extend_from_slice(&len.to_le_bytes());
             let i = members.len();
             let header_len = header.len() as u64;
             let header_crc = crc32c::crc32c(&header);
@@ -127,17 +132,19 @@ impl ArchiveReader {
             members.push(Member {
                 name,
                 len,
-                file,
                 crc: header_crc,
                 upto: 0,
             });
         }
         let mut end = Vec::with_capacity(10);
-        end.extend_from_slice(&0u16.to_be_bytes());
-        end.extend_from_slice(&(members.len() as u64).to_be_bytes());
+        end.extend_from_slice(&0u16.to_le_bytes());
+        end.extend_from_slice(&(members.len() as u64).to_le_bytes());
         push(&mut parts, Part::Bytes(end), 10);
         Ok(ArchiveReader {
+            env,
+            dir: dir.to_path_buf(),
             members,
+            open: None,
             parts,
             len: at,
         })
@@ -163,8 +170,8 @@ impl ArchiveReader {
                 buf[..n].copy_from_slice(&bytes[within as usize..within as usize + n]);
             }
             Part::Content(m) => {
+                self.read_exact_at(m, within, &mut buf[..n])?;
                 let member = &mut self.members[m];
-                read_exact_at(member, within, &mut buf[..n])?;
                 if within <= member.upto && member.upto < within + n as u64 {
                     let from = (member.upto - within) as usize;
                     member.crc = crc32c::crc32c_append(member.crc, &buf[from..n]);
@@ -172,47 +179,61 @@ impl ArchiveReader {
                 }
             }
             Part::Crc(m) => {
-                let crc = finish_crc(&mut self.members[m])?.to_be_bytes();
+                let crc = self.finish_crc(m)?.to_le_bytes();
                 buf[..n].copy_from_slice(&crc[within as usize..within as usize + n]);
             }
         }
         Ok(n)
     }
-}
 
-/// Fills `buf` from `member`'s content at `offset`; a file shorter than it was is an error.
-fn read_exact_at(member: &Member, offset: u64, buf: &mut [u8]) -> Result<()> {
-    let mut done = 0;
-    while done < buf.len() {
-        let n = member
-            .file
-            .read_at(offset + done as u64, &mut buf[done..])?;
-        if n == 0 {
-            return Err(Error::corruption(
-                member.name.clone(),
-                offset + done as u64,
-                format!(
-                    "the file ended early: a snapshot's file of {} bytes must not change",
-                    member.len
-                ),
-            ));
+    /// Fills `buf` from member `m`'s content at `offset`; a file shorter than it was is an
+    /// error.
+    fn read_exact_at(&mut self, m: usize, offset: u64, buf: &mut [u8]) -> Result<()> {
+        let file = match &self.open {
+            Some((open, file)) if *open == m => Arc::clone(file),
+            _ => {
+                let file = self
+                    .env
+                    .new_random_access(&self.dir.join(&self.members[m].name))?;
+                self.open = Some((m, Arc::clone(&file)));
+                file
+            }
+        };
+        let member = &self.members[m];
+        let mut done = 0;
+        while done < buf.len() {
+            let n = file.read_at(offset + done as u64, &mut buf[done..])?;
+            if n == 0 {
+                return Err(Error::corruption(
+                    self.dir.join(&member.name).display().to_string(),
+                    offset + done as u64,
+                    format!(
+                        "the file ended early: a snapshot's file of {} bytes must not change",
+                        member.len
+                    ),
+                ));
+            }
+            done += n;
         }
-        done += n;
+        Ok(())
     }
-    Ok(())
-}
 
-/// The CRC of all of `member`'s content, reading what was not read in order yet.
-fn finish_crc(member: &mut Member) -> Result<u32> {
-    let mut buf = Vec::new();
-    while member.upto < member.len {
-        let n = PIECE.min((member.len - member.upto) as usize);
-        buf.resize(n, 0);
-        read_exact_at(member, member.upto, &mut buf)?;
-        member.crc = crc32c::crc32c_append(member.crc, &buf);
-        member.upto += n as u64;
+    /// The CRC of all of member `m`'s content, reading what was not read in order yet.
+    fn finish_crc(&mut self, m: usize) -> Result<u32> {
+        let mut buf = Vec::new();
+        loop {
+            let (upto, len) = (self.members[m].upto, self.members[m].len);
+            if upto >= len {
+                return Ok(self.members[m].crc);
+            }
+            let n = PIECE.min((len - upto) as usize);
+            buf.resize(n, 0);
+            self.read_exact_at(m, upto, &mut buf)?;
+            let member = &mut self.members[m];
+            member.crc = crc32c::crc32c_append(member.crc, &buf);
+            member.upto += n as u64;
+        }
     }
-    Ok(member.crc)
 }
 
 /// Reads from an archive file, counting the offset for error messages.
@@ -244,13 +265,13 @@ impl Source<'_> {
     fn u16(&mut self, what: &str) -> Result<u16> {
         let mut b = [0u8; 2];
         self.fill(&mut b, what)?;
-        Ok(u16::from_be_bytes(b))
+        Ok(u16::from_le_bytes(b))
     }
 
     fn u64(&mut self, what: &str) -> Result<u64> {
         let mut b = [0u8; 8];
         self.fill(&mut b, what)?;
-        Ok(u64::from_be_bytes(b))
+        Ok(u64::from_le_bytes(b))
     }
 }
 
@@ -315,9 +336,9 @@ pub fn unpack(env: &dyn Env, archive: &Path, dest: &Path) -> Result<Vec<String>>
         let len = src.u64("a file's length")?;
         let path: PathBuf = dest.join(&name);
         let mut out = env.new_writable(&path)?;
-        let mut crc = crc32c::crc32c(&(name_len as u16).to_be_bytes());
+        let mut crc = crc32c::crc32c(&(name_len as u16).to_le_bytes());
         crc = crc32c::crc32c_append(crc, name.as_bytes());
-        crc = crc32c::crc32c_append(crc, &len.to_be_bytes());
+        crc = crc32c::crc32c_append(crc, &len.to_le_bytes());
         let mut left = len;
         while left > 0 {
             let n = PIECE.min(left as usize);
@@ -328,7 +349,7 @@ pub fn unpack(env: &dyn Env, archive: &Path, dest: &Path) -> Result<Vec<String>>
         }
         let mut stored = [0u8; 4];
         src.fill(&mut stored, &format!("{name}'s checksum"))?;
-        let stored = u32::from_be_bytes(stored);
+        let stored = u32::from_le_bytes(stored);
         if stored != crc {
             return Err(src.corrupt(format!(
                 "{name}: checksum mismatch (stored {stored:#010x}, content {crc:#010x})"
@@ -380,15 +401,15 @@ mod tests {
 
     #[test]
     fn a_directory_round_trips_and_reads_alike_at_every_offset() {
-        let env = MemEnv::new();
-        let dir = sample(&env);
-        let mut r = ArchiveReader::new(&env, &dir, |n| n != "snapshot.json").unwrap();
+        let env = Arc::new(MemEnv::new());
+        let dir = sample(env.as_ref());
+        let mut r = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
         let whole = read_all(&mut r, 1 << 20);
         assert_eq!(whole.len() as u64, r.len());
         // SA1: small chunks, and a second reader read backwards, give the same bytes.
-        let mut again = ArchiveReader::new(&env, &dir, |n| n != "snapshot.json").unwrap();
+        let mut again = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
         assert_eq!(read_all(&mut again, 7), whole);
-        let mut back = ArchiveReader::new(&env, &dir, |n| n != "snapshot.json").unwrap();
+        let mut back = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
         let mut at = whole.len();
         while at > 0 {
             let from = at.saturating_sub(1000);
@@ -402,8 +423,8 @@ mod tests {
             assert_eq!(buf, whole[from..at]);
             at = from;
         }
-        write(&env, Path::new("/a"), &whole);
-        let names = unpack(&env, Path::new("/a"), Path::new("/dst")).unwrap();
+        write(env.as_ref(), Path::new("/a"), &whole);
+        let names = unpack(env.as_ref(), Path::new("/a"), Path::new("/dst")).unwrap();
         assert_eq!(names, ["000005.ldb", "CURRENT", "empty"]);
         for n in &names {
             let mut f = env.new_sequential(&Path::new("/dst").join(n)).unwrap();
@@ -418,9 +439,9 @@ mod tests {
 
     #[test]
     fn every_damaged_cut_or_lengthened_archive_is_refused() {
-        let env = MemEnv::new();
-        let dir = sample(&env);
-        let mut r = ArchiveReader::new(&env, &dir, |n| n != "snapshot.json").unwrap();
+        let env = Arc::new(MemEnv::new());
+        let dir = sample(env.as_ref());
+        let mut r = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
         let whole = read_all(&mut r, 1 << 20);
         let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
         for at in [0, 9, 12, 30, 500, 3020, whole.len() - 12, whole.len() - 1] {
@@ -436,8 +457,8 @@ mod tests {
         cases.push(("a byte added".into(), longer));
         for (i, (what, bytes)) in cases.into_iter().enumerate() {
             let path = PathBuf::from(format!("/bad{i}"));
-            write(&env, &path, &bytes);
-            let got = unpack(&env, &path, &PathBuf::from(format!("/out{i}")));
+            write(env.as_ref(), &path, &bytes);
+            let got = unpack(env.as_ref(), &path, &PathBuf::from(format!("/out{i}")));
             assert!(got.is_err(), "{what}: unpacked {got:?}");
         }
     }
@@ -450,12 +471,12 @@ mod tests {
         assert!(valid_name("MANIFEST-000003"));
         let env = MemEnv::new();
         let mut a = MAGIC.to_vec();
-        a.extend_from_slice(&4u16.to_be_bytes());
+        a.extend_from_slice(&4u16.to_le_bytes());
         a.extend_from_slice(b"../x");
-        a.extend_from_slice(&0u64.to_be_bytes());
-        a.extend_from_slice(&0u32.to_be_bytes());
-        a.extend_from_slice(&0u16.to_be_bytes());
-        a.extend_from_slice(&1u64.to_be_bytes());
+        a.extend_from_slice(&0u64.to_le_bytes());
+        a.extend_from_slice(&0u32.to_le_bytes());
+        a.extend_from_slice(&0u16.to_le_bytes());
+        a.extend_from_slice(&1u64.to_le_bytes());
         write(&env, Path::new("/a"), &a);
         let e = unpack(&env, Path::new("/a"), Path::new("/d/x")).unwrap_err();
         assert!(e.to_string().contains("not allowed"), "{e}");

@@ -211,7 +211,7 @@ async fn leader_view<M: KvMachine>(node: &Node<M>) -> service::Status {
 /// `known` has no address for it.
 async fn at_node(known: &service::Status, id: u64, call: &Call) -> Option<std::io::Result<Answer>> {
     let addr = known.nodes.get(&id)?;
-    Some(service::call(&mut None, addr, call, None, REQUEST_TIMEOUT).await)
+    Some(service::call(&mut None, addr, call, REQUEST_TIMEOUT).await)
 }
 
 /// An answer that is not the one the call asks for.

@@ -1,6 +1,6 @@
 //! Strata as the storage of an [openraft](https://docs.rs/openraft/0.9.25) node: a Raft
-//! log store ([`StrataLogStore`]) and a key-value state machine ([`StrataStateMachine`])
-//! over one `strata::Db`, for openraft 0.9.25 with its `storage-v2` API.
+//! log store ([`StrataLogStore`]) and a key-value state machine ([`StrataStateMachine`]),
+//! each on a `strata::Db` of its own, for openraft 0.9.25 with its `storage-v2` API.
 //!
 //! A node's directory holds two: `log/`, the log's database, and `state/`, the state
 //! machine's directory (its database and its kept snapshot, `state_dir.rs`). Records live

@@ -221,6 +221,22 @@ async fn receive<T: serde::de::DeserializeOwned>(
         .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
 }
 
+/// Writes one call: a snapshot chunk as its call without the bytes, then the bytes raw.
+async fn send_call(stream: &mut TcpStream, call: &Call) -> std::io::Result<()> {
+    let Call::InstallSnapshot(rpc) = call else {
+        return send(stream, call).await;
+    };
+    let header = Call::InstallSnapshot(InstallSnapshotRequest {
+        vote: rpc.vote,
+        meta: rpc.meta.clone(),
+        offset: rpc.offset,
+        data: Vec::new(),
+        done: rpc.done,
+    });
+    send(stream, &header).await?;
+    send_raw(stream, &rpc.data).await
+}
+
 /// Reads one call, with the raw frame of a snapshot chunk's bytes; `Ok(None)` at a clean
 /// end of the stream.
 async fn receive_call(stream: &mut TcpStream) -> std::io::Result<Option<Call>> {
@@ -237,13 +253,11 @@ async fn receive_call(stream: &mut TcpStream) -> std::io::Result<Option<Call>> {
 }
 
 /// One request and its answer on `stream` (connecting first when there is none), within
-/// `ttl`; `payload`, if given, is sent raw after the request (a snapshot chunk's bytes).
-/// On any failure the connection is dropped, so the next call reconnects.
+/// `ttl`. On any failure the connection is dropped, so the next call reconnects.
 pub(crate) async fn call(
     stream: &mut Option<TcpStream>,
     addr: &str,
     message: &Call,
-    payload: Option<&[u8]>,
     ttl: Duration,
 ) -> std::io::Result<Answer> {
     let exchange = async {
@@ -255,10 +269,7 @@ pub(crate) async fn call(
         let s = stream
             .as_mut()
             .ok_or_else(|| std::io::Error::other("no connection"))?;
-        send(s, message).await?;
-        if let Some(bytes) = payload {
-            send_raw(s, bytes).await?;
-        }
+        send_call(s, message).await?;
         receive::<Answer>(s).await?.ok_or_else(|| {
             std::io::Error::new(
                 std::io::ErrorKind::UnexpectedEof,
@@ -306,25 +317,15 @@ impl RaftNetworkFactory<TypeConfig> for Network {
 impl PeerClient {
     async fn ask<E: std::error::Error>(
         &mut self,
-        mut message: Call,
+        message: Call,
         option: &RPCOption,
     ) -> Result<Answer, RPCError<u64, BasicNode, E>> {
-        let payload = match &mut message {
-            Call::InstallSnapshot(rpc) => Some(std::mem::take(&mut rpc.data)),
-            _ => None,
-        };
-        call(
-            &mut self.stream,
-            &self.addr,
-            &message,
-            payload.as_deref(),
-            option.hard_ttl(),
-        )
-        .await
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::InvalidData => RPCError::Network(NetworkError::new(&e)),
-            _ => RPCError::Unreachable(Unreachable::new(&e)),
-        })
+        call(&mut self.stream, &self.addr, &message, option.hard_ttl())
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::InvalidData => RPCError::Network(NetworkError::new(&e)),
+                _ => RPCError::Unreachable(Unreachable::new(&e)),
+            })
     }
 
     fn unexpected<E: std::error::Error>(&self) -> RPCError<u64, BasicNode, E> {
@@ -859,7 +860,7 @@ impl Client {
             .ok_or_else(|| std::io::Error::other(format!("no node {id}")))?
             .clone();
         let stream = self.streams.entry(id).or_default();
-        call(stream, &addr, message, None, self.timeout).await
+        call(stream, &addr, message, self.timeout).await
     }
 
     /// Sends `message` to the leader (finding it), at most `attempts` tries. `Ok` carries

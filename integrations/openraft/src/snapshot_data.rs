@@ -6,7 +6,8 @@
 //! - Outgoing: the archive of a kept snapshot's checkpoint (`archive::ArchiveReader`),
 //!   read from its files.
 //! - Incoming: an archive being received, appended to a file in the state machine's
-//!   directory. A chunk sent again after a lost answer lies before what was written; the
+//!   directory, which goes when the stream is dropped (installed, abandoned for another
+//!   snapshot, or failed). A chunk sent again after a lost answer lies before what was written; the
 //!   same snapshot reads as the same bytes at every offset (SA1), so the bytes already
 //!   written are skipped rather than written twice. A jump past what was written is an
 //!   error.
@@ -20,7 +21,9 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use strata::env::WritableFile;
+use std::sync::Arc;
+
+use strata::env::{Env, WritableFile};
 use tokio::io::{AsyncRead, AsyncSeek, AsyncWrite, ReadBuf};
 
 use crate::archive::ArchiveReader;
@@ -35,6 +38,7 @@ pub struct SnapshotArchive {
 enum Inner {
     Outgoing(ArchiveReader),
     Incoming {
+        env: Arc<dyn Env>,
         path: PathBuf,
         file: Box<dyn WritableFile>,
         /// Bytes in the file.
@@ -69,16 +73,18 @@ impl SnapshotArchive {
         }
     }
 
-    /// A snapshot being received into the new file `path`.
-    pub(crate) fn incoming(path: PathBuf, file: Box<dyn WritableFile>) -> Self {
-        SnapshotArchive {
+    /// A snapshot being received into the new file `path` of `env`.
+    pub(crate) fn incoming(env: Arc<dyn Env>, path: PathBuf) -> strata::Result<Self> {
+        let file = env.new_writable(&path)?;
+        Ok(SnapshotArchive {
             inner: Inner::Incoming {
+                env,
                 path,
                 file,
                 written: 0,
             },
             pos: 0,
-        }
+        })
     }
 
     /// A snapshot held in memory.
@@ -90,9 +96,9 @@ impl SnapshotArchive {
     }
 
     /// The bytes of a snapshot held in memory; `None` for one in files.
-    pub fn into_bytes(self) -> Option<Vec<u8>> {
-        match self.inner {
-            Inner::Memory(c) => Some(c.into_inner()),
+    pub fn into_bytes(mut self) -> Option<Vec<u8>> {
+        match &mut self.inner {
+            Inner::Memory(c) => Some(std::mem::take(c.get_mut())),
             _ => None,
         }
     }
@@ -172,6 +178,17 @@ impl SnapshotArchive {
     }
 }
 
+impl Drop for SnapshotArchive {
+    fn drop(&mut self) {
+        if let Inner::Incoming { env, path, .. } = &self.inner
+            && env.exists(path)
+        {
+            // Best effort: an open removes what is left (SD4).
+            let _ = env.remove_file(path);
+        }
+    }
+}
+
 impl io::Read for SnapshotArchive {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.read_now(buf)
@@ -242,16 +259,16 @@ impl AsyncSeek for SnapshotArchive {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
-    use strata::env::{Env, MemEnv};
+    use strata::env::MemEnv;
     use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
     use super::*;
 
     #[tokio::test]
     async fn a_chunk_sent_again_is_written_once() {
-        let env = MemEnv::new();
+        let env = Arc::new(MemEnv::new());
         let path = PathBuf::from("/incoming");
-        let mut s = SnapshotArchive::incoming(path.clone(), env.new_writable(&path).unwrap());
+        let mut s = SnapshotArchive::incoming(env.clone(), path.clone()).unwrap();
         s.write_all(b"abcdef").await.unwrap();
         // The answer to the chunk at 3 was lost: it comes again, then the next.
         s.seek(SeekFrom::Start(3)).await.unwrap();
@@ -262,6 +279,8 @@ mod tests {
         let mut got = vec![0u8; 16];
         let n = env.new_sequential(&path).unwrap().read(&mut got).unwrap();
         assert_eq!(&got[..n], b"abcdefgh");
+        drop(s);
+        assert!(!env.exists(&path), "the received file outlived its stream");
     }
 
     #[tokio::test]

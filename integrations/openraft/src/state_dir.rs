@@ -15,7 +15,7 @@
 //! Invariants:
 //! - SD1 A `snapshot-<n>` is complete once its `snapshot.json` exists: the checkpoint's
 //!   files are synced before it is written (a temporary file renamed, the directory
-//!   synced). The kept snapshot is the complete one that covers the most of the log; an
+//!   synced), and a received one's only after a database made from it opened. The kept snapshot is the complete one that covers the most of the log; an
 //!   older one never replaces it (`keep`).
 //! - SD2 `STATE` names a database only once it is complete and synced: a new live
 //!   database (a snapshot installed, or restored at open) is written beside the old one,
@@ -126,6 +126,59 @@ fn replace_file(env: &dyn Env, dir: &Path, name: &str, tmp: &str, data: &[u8]) -
     env.sync_dir(dir)
 }
 
+/// The kept snapshot among the complete ones in `root` (SD1), and the first number past
+/// every number there.
+fn find_kept(env: &dyn Env, root: &Path) -> Result<(Option<Kept>, u64)> {
+    let mut next = 1;
+    let mut kept: Option<Kept> = None;
+    for name in env.children(root)? {
+        let Some((kind, n)) = parse(&name) else {
+            continue;
+        };
+        next = next.max(n + 1);
+        let meta_path = root.join(&name).join(META);
+        if kind != "snapshot" || !env.exists(&meta_path) {
+            continue;
+        }
+        let meta: Meta = serde_json::from_slice(&read_file(env, &meta_path)?).map_err(|e| {
+            Error::corruption(
+                meta_path.display().to_string(),
+                0,
+                format!("a snapshot's metadata does not decode: {e}"),
+            )
+        })?;
+        let newer = kept
+            .as_ref()
+            .is_none_or(|k| (&meta.last_log_id, n) > (&k.meta.last_log_id, k.number));
+        if newer {
+            kept = Some(Kept { number: n, meta });
+        }
+    }
+    Ok((kept, next))
+}
+
+/// Opens state-machine database `number` in `root`.
+fn open_db(root: &Path, number: u64, create: bool, options: &Options) -> Result<Db> {
+    Db::open(
+        root.join(format!("db-{number}")),
+        Options {
+            create_if_missing: create,
+            ..options.clone()
+        },
+    )
+}
+
+/// Makes `STATE` name database `number` (SD2).
+fn write_state(env: &dyn Env, root: &Path, number: u64) -> Result<()> {
+    replace_file(
+        env,
+        root,
+        STATE,
+        STATE_TMP,
+        format!("{number}\n").as_bytes(),
+    )
+}
+
 /// Removes `dir` and the files in it (the directories here hold only files).
 fn remove_tree(env: &dyn Env, dir: &Path) -> Result<()> {
     for name in env.children(dir)? {
@@ -155,33 +208,7 @@ impl StateDir {
         if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
             env.sync_dir(parent)?;
         }
-        let names = env.children(root)?;
-        let mut next = 1;
-        let mut kept: Option<Kept> = None;
-        for name in &names {
-            let Some((kind, n)) = parse(name) else {
-                continue;
-            };
-            next = next.max(n + 1);
-            let meta_path = root.join(name).join(META);
-            if kind != "snapshot" || !env.exists(&meta_path) {
-                continue;
-            }
-            let meta: Meta = serde_json::from_slice(&read_file(env.as_ref(), &meta_path)?)
-                .map_err(|e| {
-                    Error::corruption(
-                        meta_path.display().to_string(),
-                        0,
-                        format!("a snapshot's metadata does not decode: {e}"),
-                    )
-                })?;
-            let newer = kept
-                .as_ref()
-                .is_none_or(|k| (&meta.last_log_id, n) > (&k.meta.last_log_id, k.number));
-            if newer {
-                kept = Some(Kept { number: n, meta });
-            }
-        }
+        let (kept, mut next) = find_kept(env.as_ref(), root)?;
         let state = root.join(STATE);
         let live = if env.exists(&state) {
             let text = read_file(env.as_ref(), &state)?;
@@ -195,35 +222,16 @@ impl StateDir {
                         "STATE does not hold a database number",
                     )
                 })?;
-            let db = Db::open(
-                root.join(format!("db-{number}")),
-                Options {
-                    create_if_missing: false,
-                    ..options.clone()
-                },
-            )?;
             Live {
                 number,
-                db: Arc::new(db),
+                db: Arc::new(open_db(root, number, false, &options)?),
             }
         } else {
             let number = next;
             next += 1;
-            let db = Db::open(
-                root.join(format!("db-{number}")),
-                Options {
-                    create_if_missing: true,
-                    ..options.clone()
-                },
-            )?;
+            let db = open_db(root, number, true, &options)?;
             env.sync_dir(root)?;
-            replace_file(
-                env.as_ref(),
-                root,
-                STATE,
-                STATE_TMP,
-                format!("{number}\n").as_bytes(),
-            )?;
+            write_state(env.as_ref(), root, number)?;
             Live {
                 number,
                 db: Arc::new(db),
@@ -287,7 +295,7 @@ impl StateDir {
 
     /// Snapshot `n`'s archive, its files opened.
     pub fn archive(&self, n: u64) -> Result<SnapshotArchive> {
-        let reader = ArchiveReader::new(self.env.as_ref(), &self.snapshot_dir(n), in_archive)?;
+        let reader = ArchiveReader::new(Arc::clone(&self.env), &self.snapshot_dir(n), in_archive)?;
         Ok(SnapshotArchive::outgoing(reader))
     }
 
@@ -324,21 +332,22 @@ impl StateDir {
     /// A new file to receive a snapshot's archive in.
     pub fn incoming(&self) -> Result<SnapshotArchive> {
         let path = self.root.join(format!("incoming-{}", self.number()));
-        let file = self.env.new_writable(&path)?;
-        Ok(SnapshotArchive::incoming(path, file))
+        SnapshotArchive::incoming(Arc::clone(&self.env), path)
     }
 
-    /// Unpacks a received snapshot into a new snapshot directory, complete with `meta`:
-    /// its number. The archive file is removed, and so is what was unpacked if it fails.
-    pub fn unpack(&self, data: &mut SnapshotArchive, meta: &Meta) -> Result<u64> {
+    /// Unpacks a received snapshot into a new snapshot directory, not complete yet: its
+    /// number. What was unpacked is removed if it fails; the received file goes with the
+    /// stream.
+    pub fn unpack(&self, data: &mut SnapshotArchive) -> Result<u64> {
         let env = self.env.as_ref();
+        // Another kind (a snapshot handed over in memory, or another node's outgoing one
+        // in a test) is written to a file first.
+        let mut copy = None;
         let archive = match data.finish_incoming()? {
             Some(path) => path.to_path_buf(),
             None => {
-                // Another kind (a snapshot handed over in memory, or another node's
-                // outgoing one in a test): written to a file first.
-                let mut received = self.incoming()?;
-                copy_stream(data, &mut received)?;
+                let received = copy.insert(self.incoming()?);
+                copy_stream(data, received)?;
                 received
                     .finish_incoming()?
                     .map(Path::to_path_buf)
@@ -347,27 +356,34 @@ impl StateDir {
         };
         let n = self.number();
         let dest = self.snapshot_dir(n);
-        let unpacked = archive::unpack(env, &archive, &dest).and_then(|_| {
-            env.sync_dir(&self.root)?;
-            self.complete(n, meta)
-        });
-        let removed = env.remove_file(&archive);
-        if let Err(e) = unpacked {
-            if env.exists(&dest) {
-                remove_tree(env, &dest)?;
-            }
+        if let Err(e) = archive::unpack(env, &archive, &dest).and_then(|_| env.sync_dir(&self.root))
+        {
+            self.discard(Some(n), None);
             return Err(e);
         }
-        removed?;
         Ok(n)
     }
 
-    /// A new database made from snapshot `n` (its tables and blob files linked, the rest
-    /// copied), opened: its number. Not live until `make_live`.
-    pub fn copy_of_snapshot(&self, n: u64) -> Result<(u64, Db)> {
+    /// Removes snapshot directory `snapshot` and database `db`, best effort (what is left
+    /// goes at the next open, SD4): the remains of an install that failed.
+    pub fn discard(&self, snapshot: Option<u64>, db: Option<u64>) {
+        let env = self.env.as_ref();
+        let dirs = snapshot
+            .map(|n| self.snapshot_dir(n))
+            .into_iter()
+            .chain(db.map(|m| self.root.join(format!("db-{m}"))));
+        for dir in dirs {
+            if env.exists(&dir) {
+                let _ = remove_tree(env, &dir);
+            }
+        }
+    }
+
+    /// Makes database `m` from snapshot `n` (its tables and blob files linked, the rest
+    /// copied) and opens it.
+    fn copy_into(&self, n: u64, m: u64) -> Result<Db> {
         let env = self.env.as_ref();
         let from = self.snapshot_dir(n);
-        let m = self.number();
         let dest = self.root.join(format!("db-{m}"));
         env.create_dir_all(&dest)?;
         env.sync_dir(&self.root)?;
@@ -381,27 +397,23 @@ impl StateDir {
             }
         }
         env.sync_dir(&dest)?;
-        let db = Db::open(
-            &dest,
-            Options {
-                create_if_missing: false,
-                ..self.options.clone()
-            },
-        )?;
-        Ok((m, db))
+        open_db(&self.root, m, false, &self.options)
     }
 
-    /// Makes database `number` the live one (SD2); the replaced one is closed and removed
-    /// once no reader holds it (or left for the next open after `RETIRE_WAIT`).
+    /// A new database made from snapshot `n` and opened, and its number; not live until
+    /// `make_live`. What it made is removed if it fails.
+    pub fn copy_of_snapshot(&self, n: u64) -> Result<(u64, Db)> {
+        let m = self.number();
+        self.copy_into(n, m)
+            .inspect_err(|_| self.discard(None, Some(m)))
+            .map(|db| (m, db))
+    }
+
+    /// Makes database `number` the live one (SD2). The replaced one is closed and
+    /// removed on a thread of its own once no reader holds it (best effort: what is left
+    /// goes at the next open, SD4).
     pub fn make_live(&self, number: u64, db: Db) -> Result<()> {
-        let env = self.env.as_ref();
-        replace_file(
-            env,
-            &self.root,
-            STATE,
-            STATE_TMP,
-            format!("{number}\n").as_bytes(),
-        )?;
+        write_state(self.env.as_ref(), &self.root, number)?;
         let old = {
             let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
             std::mem::replace(
@@ -412,14 +424,23 @@ impl StateDir {
                 },
             )
         };
-        let deadline = Instant::now() + RETIRE_WAIT;
-        while Arc::strong_count(&old.db) > 1 && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        if Arc::strong_count(&old.db) == 1 {
-            drop(old.db);
-            remove_tree(env, &self.root.join(format!("db-{}", old.number)))?;
-        }
+        let env = Arc::clone(&self.env);
+        let dir = self.root.join(format!("db-{}", old.number));
+        let retire = move || {
+            let deadline = Instant::now() + RETIRE_WAIT;
+            while Arc::strong_count(&old.db) > 1 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if Arc::strong_count(&old.db) == 1 {
+                drop(old.db);
+                let _ = remove_tree(env.as_ref(), &dir);
+            }
+        };
+        // Without a thread to spare, the old database is closed here and its directory
+        // left for the next open.
+        let _ = std::thread::Builder::new()
+            .name("strata-sm-retire".into())
+            .spawn(retire);
         Ok(())
     }
 

@@ -72,6 +72,8 @@ pub struct StrataStateMachine {
     dir: Arc<StateDir>,
     /// Snapshots built by this process, for their ids.
     built: Arc<AtomicU64>,
+    /// Drawn at random at open, for snapshot ids.
+    nonce: u32,
     /// The most sessions kept (RS5).
     session_limit: u64,
 }
@@ -101,6 +103,12 @@ impl StrataStateMachine {
     /// cut lost writes the log no longer holds) is restored from it (SD3), and what a
     /// crash left half made is removed (SD4).
     pub fn open(dir: impl AsRef<Path>, options: strata::Options) -> strata::Result<Self> {
+        // A snapshot shares the database's blob files by hard links, and a hole punched in
+        // one would reach the snapshot: garbage in blob files waits for their collection.
+        let options = strata::Options {
+            blob_punch_holes: false,
+            ..options
+        };
         let state = StateDir::open(dir.as_ref(), options)?;
         if let Some(kept) = state.kept() {
             let applied = read_applied(&state.db())?;
@@ -114,6 +122,10 @@ impl StrataStateMachine {
         Ok(StrataStateMachine {
             dir: Arc::new(state),
             built: Arc::new(AtomicU64::new(0)),
+            nonce: {
+                use std::hash::{BuildHasher, Hasher};
+                std::hash::RandomState::new().build_hasher().finish() as u32
+            },
             session_limit: MAX_SESSIONS,
         })
     }
@@ -400,9 +412,12 @@ impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
             (number, applied, membership)
         };
         let n = m.built.fetch_add(1, Ordering::Relaxed) + 1;
+        // Unique across nodes and restarts: openraft tells one transfer from another by
+        // the id alone, and two checkpoints of the same state differ in their bytes.
+        let nonce = m.nonce;
         let snapshot_id = match applied {
-            Some(id) => format!("{}-{}-{n}", id.leader_id.term, id.index),
-            None => format!("none-{n}"),
+            Some(id) => format!("{}-{}-{n}-{nonce:08x}", id.leader_id.term, id.index),
+            None => format!("none-{n}-{nonce:08x}"),
         };
         let meta = SnapshotMeta {
             last_log_id: applied,
@@ -487,11 +502,20 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
         let failed = |e: strata::Error| snapshot_error(Some(meta), ErrorVerb::Write, &e);
         // A damaged archive stops here, before anything of the live state changes.
         let number = dir
-            .unpack(&mut snapshot, meta)
+            .unpack(&mut snapshot)
             .map_err(|e| snapshot_error(Some(meta), ErrorVerb::Read, &e))?;
         drop(snapshot);
-        let (live, db) = dir.copy_of_snapshot(number).map_err(failed)?;
-        write_applied(&db, meta).map_err(failed)?;
+        // The snapshot is complete (SD1) only once a database made from it opened and
+        // says what it holds: one that cannot open is never kept to fail every restart.
+        let (live, db) = dir.copy_of_snapshot(number).map_err(|e| {
+            dir.discard(Some(number), None);
+            failed(e)
+        })?;
+        if let Err(e) = write_applied(&db, meta).and_then(|()| dir.complete(number, meta)) {
+            drop(db);
+            dir.discard(Some(number), Some(live));
+            return Err(failed(e));
+        }
         {
             let _between = dir.apply_lock();
             dir.make_live(live, db).map_err(failed)?;
@@ -550,6 +574,14 @@ mod tests {
         }
     }
 
+    async fn build(sm: &mut StrataStateMachine) -> Snapshot<TypeConfig> {
+        sm.get_snapshot_builder()
+            .await
+            .build_snapshot()
+            .await
+            .unwrap()
+    }
+
     async fn fill(sm: &mut StrataStateMachine, from: u64, to: u64, value: &str) {
         let entries: Vec<_> = (from..=to)
             .map(|i| entry(i, &format!("k{i:04}"), value))
@@ -582,20 +614,18 @@ mod tests {
         let mut a = StrataStateMachine::open("/a", options(&env)).unwrap();
         let mut b = StrataStateMachine::open("/b", options(&env)).unwrap();
         fill(&mut a, 1, 300, "old").await;
-        let early = a
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .unwrap();
+        let mut early = build(&mut a).await;
+        // A copy of it as received by a node that has not installed it yet.
+        let mut early_copy = SnapshotArchive::from_bytes(Vec::new());
+        stream(&mut early.snapshot, &mut early_copy, 1 << 20).await;
         fill(&mut a, 301, 500, "new").await;
-        let mut snap = a
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .unwrap();
+        let mut snap = build(&mut a).await;
         assert_eq!(snap.meta.last_log_id.unwrap().index, 500);
+        // The newer one is kept and the older one's files are gone: a stream of it still
+        // in flight ends with an error (openraft then sends the newer one).
+        early.snapshot.seek(SeekFrom::Start(0)).await.unwrap();
+        let mut rest = Vec::new();
+        assert!(early.snapshot.read_to_end(&mut rest).await.is_err());
         fill(&mut b, 1, 10, "b's own").await;
 
         let mut incoming = b.begin_receiving_snapshot().await.unwrap();
@@ -611,19 +641,13 @@ mod tests {
         // The earlier snapshot, installed late, replaces the state (openraft asked for
         // it) but never the kept snapshot (SD1); a later build is kept again.
         let mut late = b.begin_receiving_snapshot().await.unwrap();
-        let mut early_data = early.snapshot;
-        stream(&mut early_data, &mut late, 1 << 20).await;
+        stream(&mut early_copy, &mut late, 1 << 20).await;
         b.install_snapshot(&early.meta, late).await.unwrap();
         assert_eq!(b.get("k0007").unwrap().as_deref(), Some("old"));
         let kept = b.get_current_snapshot().await.unwrap().unwrap();
         assert_eq!(kept.meta.snapshot_id, snap.meta.snapshot_id);
         fill(&mut b, 301, 600, "newest").await;
-        let newest = b
-            .get_snapshot_builder()
-            .await
-            .build_snapshot()
-            .await
-            .unwrap();
+        let newest = build(&mut b).await;
         let kept = b.get_current_snapshot().await.unwrap().unwrap();
         assert_eq!(kept.meta, newest.meta);
         // One database and one snapshot directory are left.
@@ -638,12 +662,7 @@ mod tests {
             let env = Arc::new(CrashEnv::new());
             let mut sm = StrataStateMachine::open("/sm", options(&env)).unwrap();
             fill(&mut sm, 1, 200, "v").await;
-            let snap = sm
-                .get_snapshot_builder()
-                .await
-                .build_snapshot()
-                .await
-                .unwrap();
+            let snap = build(&mut sm).await;
             fill(&mut sm, 201, 260, "w").await;
             let crashed = Arc::new(env.crash(damage, 7));
             drop(sm);

@@ -189,3 +189,39 @@ fn a_directory_of_the_one_database_layout_is_refused() {
         "{e}"
     );
 }
+
+/// An archive in the right format, checksums right, of the files `files`.
+fn archive_of(files: &[(&str, &[u8])]) -> Vec<u8> {
+    let mut a = b"STRSNAP1".to_vec();
+    for (name, content) in files {
+        let mut header = (name.len() as u16).to_le_bytes().to_vec();
+        header.extend_from_slice(name.as_bytes());
+        header.extend_from_slice(&(content.len() as u64).to_le_bytes());
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&header), content);
+        a.extend_from_slice(&header);
+        a.extend_from_slice(content);
+        a.extend_from_slice(&crc.to_le_bytes());
+    }
+    a.extend_from_slice(&0u16.to_le_bytes());
+    a.extend_from_slice(&(files.len() as u64).to_le_bytes());
+    a
+}
+
+#[tokio::test]
+async fn a_whole_archive_that_is_no_database_is_refused_and_the_node_restarts() {
+    let (meta, _) = snapshot_bytes().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut sm = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap();
+    sm.apply([entry(1, "a")]).await.unwrap();
+    let mut incoming = sm.begin_receiving_snapshot().await.unwrap();
+    let bytes = archive_of(&[("CURRENT", b"MANIFEST-000009\n")]);
+    incoming.write_all(&bytes).await.unwrap();
+    assert!(sm.install_snapshot(&meta, incoming).await.is_err());
+    drop(sm);
+    // Nothing of it is kept: the next open neither fails on it nor restores from it.
+    let mut sm = StrataStateMachine::open(dir.path(), strata::Options::default()).unwrap();
+    assert_eq!(sm.get("a").unwrap().as_deref(), Some("v"));
+    assert_eq!(sm.applied_state().await.unwrap().0.unwrap().index, 1);
+    assert!(sm.get_current_snapshot().await.unwrap().is_none());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2);
+}

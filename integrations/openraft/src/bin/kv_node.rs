@@ -200,6 +200,10 @@ async fn serve(args: Serve) -> Result<(), Box<dyn std::error::Error + Send + Syn
         election_timeout_max: 8 * args.heartbeat_ms,
         snapshot_policy: openraft::SnapshotPolicy::LogsSinceLast(args.snapshot_every),
         max_in_snapshot_log_to_keep: (args.snapshot_every / 5).max(1),
+        // A snapshot chunk's answer waits for the install when it is the last: unpacking
+        // and opening a large state takes seconds (a gigabyte about ten here), not
+        // openraft's default 200 ms, after which the leader would send it all again.
+        install_snapshot_timeout: 60_000,
         ..Default::default()
     };
     let listener = tokio::net::TcpListener::bind(&addr).await?;
