@@ -409,10 +409,9 @@ impl StateDir {
             .map(|db| (m, db))
     }
 
-    /// Makes database `number` the live one (SD2). The replaced one is closed and
-    /// removed on a thread of its own once no reader holds it (best effort: what is left
-    /// goes at the next open, SD4).
-    pub fn make_live(&self, number: u64, db: Db) -> Result<()> {
+    /// Makes database `number` the live one (SD2); gives back the one it replaced, for
+    /// the caller to retire.
+    pub fn make_live(&self, number: u64, db: Db) -> Result<Retired> {
         write_state(self.env.as_ref(), &self.root, number)?;
         let old = {
             let mut live = self.live.write().unwrap_or_else(|p| p.into_inner());
@@ -424,24 +423,11 @@ impl StateDir {
                 },
             )
         };
-        let env = Arc::clone(&self.env);
-        let dir = self.root.join(format!("db-{}", old.number));
-        let retire = move || {
-            let deadline = Instant::now() + RETIRE_WAIT;
-            while Arc::strong_count(&old.db) > 1 && Instant::now() < deadline {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            if Arc::strong_count(&old.db) == 1 {
-                drop(old.db);
-                let _ = remove_tree(env.as_ref(), &dir);
-            }
-        };
-        // Without a thread to spare, the old database is closed here and its directory
-        // left for the next open.
-        let _ = std::thread::Builder::new()
-            .name("strata-sm-retire".into())
-            .spawn(retire);
-        Ok(())
+        Ok(Retired {
+            db: old.db,
+            dir: self.root.join(format!("db-{}", old.number)),
+            env: Arc::clone(&self.env),
+        })
     }
 
     /// Removes what an open found that is neither the live database nor the kept
@@ -461,6 +447,36 @@ impl StateDir {
             }
         }
         env.sync_dir(&self.root)
+    }
+}
+
+/// A database no longer live, still open while readers hold it.
+#[derive(Debug)]
+pub(crate) struct Retired {
+    db: Arc<Db>,
+    dir: PathBuf,
+    env: Arc<dyn Env>,
+}
+
+impl Retired {
+    /// Closes the database and removes its directory on a thread of its own, once no
+    /// reader holds it (best effort: what is left goes at the next open, SD4).
+    pub fn in_background(self) {
+        let retire = move || {
+            let deadline = Instant::now() + RETIRE_WAIT;
+            while Arc::strong_count(&self.db) > 1 && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            if Arc::strong_count(&self.db) == 1 {
+                drop(self.db);
+                let _ = remove_tree(self.env.as_ref(), &self.dir);
+            }
+        };
+        // Without a thread to spare, the database closes when its last reader lets go
+        // and its directory is left for the next open.
+        let _ = std::thread::Builder::new()
+            .name("strata-sm-retire".into())
+            .spawn(retire);
     }
 }
 

@@ -115,7 +115,8 @@ impl StrataStateMachine {
             if applied < kept.meta.last_log_id {
                 let (number, db) = state.copy_of_snapshot(kept.number)?;
                 write_applied(&db, &kept.meta)?;
-                state.make_live(number, db)?;
+                // Closed here, before `tidy` removes its directory: nothing else holds it.
+                drop(state.make_live(number, db)?);
             }
         }
         state.tidy()?;
@@ -518,7 +519,7 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
         }
         {
             let _between = dir.apply_lock();
-            dir.make_live(live, db).map_err(failed)?;
+            dir.make_live(live, db).map_err(failed)?.in_background();
         }
         dir.keep(number, meta).map_err(failed)?;
         Ok(())
