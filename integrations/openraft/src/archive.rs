@@ -28,6 +28,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use strata::env::{Env, RandomAccessFile};
 use strata::{Error, Result};
@@ -71,13 +72,73 @@ struct Member {
     upto: u64,
 }
 
+/// A directory that stays while anyone holds it: each archive read from a snapshot holds
+/// its directory, and so does the kept snapshot. Once retired (a newer snapshot kept),
+/// it is removed when its last holder lets go, so a transfer in flight always finishes.
+#[derive(Debug)]
+pub struct DirHold {
+    env: Arc<dyn Env>,
+    dir: PathBuf,
+    retired: AtomicBool,
+}
+
+impl DirHold {
+    /// A hold on `dir`, not retired.
+    pub fn new(env: Arc<dyn Env>, dir: PathBuf) -> Arc<DirHold> {
+        Arc::new(DirHold {
+            env,
+            dir,
+            retired: AtomicBool::new(false),
+        })
+    }
+
+    /// Marks the directory for removal when the last holder lets go.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Release);
+    }
+}
+
+impl Drop for DirHold {
+    fn drop(&mut self) {
+        if self.retired.load(Ordering::Acquire) {
+            // Best effort: an open removes what is left.
+            let _ = remove_tree(self.env.as_ref(), &self.dir);
+        }
+    }
+}
+
+/// Whether `e` says the file or directory is gone already.
+pub fn gone(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Removes `dir` and the files in it (the directories here hold only files); what is gone
+/// already counts as removed.
+pub fn remove_tree(env: &dyn Env, dir: &Path) -> Result<()> {
+    let names = match env.children(dir) {
+        Ok(names) => names,
+        Err(e) if gone(&e) || !env.exists(dir) => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for name in names {
+        match env.remove_file(&dir.join(name)) {
+            Err(e) if !gone(&e) => return Err(e),
+            _ => {}
+        }
+    }
+    match env.remove_dir(dir) {
+        Err(e) if !gone(&e) && env.exists(dir) => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// The archive of a directory's files, read at any offset (SA1). One file is open at a
-/// time (a snapshot may have hundreds), opened when first read: a directory removed
-/// while it is read (a newer snapshot kept) ends the stream with an error, and openraft
-/// sends the newer snapshot instead.
+/// time (a snapshot may have hundreds), opened when first read; the directory is held
+/// (`DirHold`) until the reader is dropped.
 pub struct ArchiveReader {
     env: Arc<dyn Env>,
     dir: PathBuf,
+    _hold: Arc<DirHold>,
     members: Vec<Member>,
     /// The member whose file is open, and the file.
     open: Option<(usize, Arc<dyn RandomAccessFile>)>,
@@ -97,8 +158,12 @@ impl std::fmt::Debug for ArchiveReader {
 }
 
 impl ArchiveReader {
-    /// The archive of the files of `dir` whose names `include` accepts, in name order.
-    pub fn new(env: Arc<dyn Env>, dir: &Path, include: impl Fn(&str) -> bool) -> Result<Self> {
+    /// The archive of the files of the held directory whose names `include` accepts, in
+    /// name order.
+    pub fn new(hold: Arc<DirHold>, include: impl Fn(&str) -> bool) -> Result<Self> {
+        let env = Arc::clone(&hold.env);
+        let dir = hold.dir.clone();
+        let dir = dir.as_path();
         let mut names = env.children(dir)?;
         names.retain(|n| include(n));
         names.sort();
@@ -143,6 +208,7 @@ impl ArchiveReader {
         Ok(ArchiveReader {
             env,
             dir: dir.to_path_buf(),
+            _hold: hold,
             members,
             open: None,
             parts,
@@ -403,13 +469,22 @@ mod tests {
     fn a_directory_round_trips_and_reads_alike_at_every_offset() {
         let env = Arc::new(MemEnv::new());
         let dir = sample(env.as_ref());
-        let mut r = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
+        let mut r = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
+            n != "snapshot.json"
+        })
+        .unwrap();
         let whole = read_all(&mut r, 1 << 20);
         assert_eq!(whole.len() as u64, r.len());
         // SA1: small chunks, and a second reader read backwards, give the same bytes.
-        let mut again = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
+        let mut again = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
+            n != "snapshot.json"
+        })
+        .unwrap();
         assert_eq!(read_all(&mut again, 7), whole);
-        let mut back = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
+        let mut back = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
+            n != "snapshot.json"
+        })
+        .unwrap();
         let mut at = whole.len();
         while at > 0 {
             let from = at.saturating_sub(1000);
@@ -441,7 +516,10 @@ mod tests {
     fn every_damaged_cut_or_lengthened_archive_is_refused() {
         let env = Arc::new(MemEnv::new());
         let dir = sample(env.as_ref());
-        let mut r = ArchiveReader::new(env.clone(), &dir, |n| n != "snapshot.json").unwrap();
+        let mut r = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
+            n != "snapshot.json"
+        })
+        .unwrap();
         let whole = read_all(&mut r, 1 << 20);
         let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
         for at in [0, 9, 12, 30, 500, 3020, whole.len() - 12, whole.len() - 1] {

@@ -19,7 +19,8 @@
 //!   older one never replaces it (`keep`).
 //! - SD2 `STATE` names a database only once it is complete and synced: a new live
 //!   database (a snapshot installed, or restored at open) is written beside the old one,
-//!   then `STATE` is replaced, then the old one is removed. A crash leaves the old live
+//!   then `STATE` is replaced, then the old one is removed (after an install, on a thread
+//!   of its own once no reader holds it; at open, at once). A crash leaves the old live
 //!   database or the new one, never a mix.
 //! - SD3 The state machine's writes are not synced (RS1), so after a power cut the live
 //!   database may have applied less than the kept snapshot covers, and the log before the
@@ -38,7 +39,7 @@ use openraft::{BasicNode, SnapshotMeta};
 use strata::env::Env;
 use strata::{Db, Error, Options, Result};
 
-use crate::archive::{self, ArchiveReader};
+use crate::archive::{self, ArchiveReader, DirHold, remove_tree};
 use crate::snapshot_data::SnapshotArchive;
 
 /// A snapshot's metadata, as openraft gives it.
@@ -66,6 +67,8 @@ struct Live {
 pub(crate) struct Kept {
     pub number: u64,
     pub meta: Meta,
+    /// Its directory, held: retired when a newer snapshot is kept.
+    hold: Arc<DirHold>,
 }
 
 /// A state machine's directory (see the module documentation).
@@ -128,7 +131,7 @@ fn replace_file(env: &dyn Env, dir: &Path, name: &str, tmp: &str, data: &[u8]) -
 
 /// The kept snapshot among the complete ones in `root` (SD1), and the first number past
 /// every number there.
-fn find_kept(env: &dyn Env, root: &Path) -> Result<(Option<Kept>, u64)> {
+fn find_kept(env: &Arc<dyn Env>, root: &Path) -> Result<(Option<Kept>, u64)> {
     let mut next = 1;
     let mut kept: Option<Kept> = None;
     for name in env.children(root)? {
@@ -140,18 +143,23 @@ fn find_kept(env: &dyn Env, root: &Path) -> Result<(Option<Kept>, u64)> {
         if kind != "snapshot" || !env.exists(&meta_path) {
             continue;
         }
-        let meta: Meta = serde_json::from_slice(&read_file(env, &meta_path)?).map_err(|e| {
-            Error::corruption(
-                meta_path.display().to_string(),
-                0,
-                format!("a snapshot's metadata does not decode: {e}"),
-            )
-        })?;
+        let meta: Meta =
+            serde_json::from_slice(&read_file(env.as_ref(), &meta_path)?).map_err(|e| {
+                Error::corruption(
+                    meta_path.display().to_string(),
+                    0,
+                    format!("a snapshot's metadata does not decode: {e}"),
+                )
+            })?;
         let newer = kept
             .as_ref()
             .is_none_or(|k| (&meta.last_log_id, n) > (&k.meta.last_log_id, k.number));
         if newer {
-            kept = Some(Kept { number: n, meta });
+            kept = Some(Kept {
+                number: n,
+                meta,
+                hold: DirHold::new(Arc::clone(env), root.join(&name)),
+            });
         }
     }
     Ok((kept, next))
@@ -179,14 +187,6 @@ fn write_state(env: &dyn Env, root: &Path, number: u64) -> Result<()> {
     )
 }
 
-/// Removes `dir` and the files in it (the directories here hold only files).
-fn remove_tree(env: &dyn Env, dir: &Path) -> Result<()> {
-    for name in env.children(dir)? {
-        env.remove_file(&dir.join(name))?;
-    }
-    env.remove_dir(dir)
-}
-
 /// Whether a file of a database never changes once written (a table or a blob file): a
 /// copy of a snapshot may share it by a hard link.
 fn immutable(name: &str) -> bool {
@@ -208,7 +208,7 @@ impl StateDir {
         if let Some(parent) = root.parent().filter(|p| !p.as_os_str().is_empty()) {
             env.sync_dir(parent)?;
         }
-        let (kept, mut next) = find_kept(env.as_ref(), root)?;
+        let (kept, mut next) = find_kept(&env, root)?;
         let state = root.join(STATE);
         let live = if env.exists(&state) {
             let text = read_file(env.as_ref(), &state)?;
@@ -293,40 +293,46 @@ impl StateDir {
         )
     }
 
-    /// Snapshot `n`'s archive, its files opened.
-    pub fn archive(&self, n: u64) -> Result<SnapshotArchive> {
-        let reader = ArchiveReader::new(Arc::clone(&self.env), &self.snapshot_dir(n), in_archive)?;
+    /// A hold on snapshot directory `n` (a new one: built or received).
+    pub fn hold(&self, n: u64) -> Arc<DirHold> {
+        DirHold::new(Arc::clone(&self.env), self.snapshot_dir(n))
+    }
+
+    /// The archive of the held snapshot directory, which stays while it is read.
+    pub fn archive(&self, hold: &Arc<DirHold>) -> Result<SnapshotArchive> {
+        let reader = ArchiveReader::new(Arc::clone(hold), in_archive)?;
         Ok(SnapshotArchive::outgoing(reader))
     }
 
     /// The kept snapshot and its archive.
     pub fn current(&self) -> Result<Option<(Meta, SnapshotArchive)>> {
-        let kept = lock(&self.kept);
-        kept.as_ref()
-            .map(|k| Ok((k.meta.clone(), self.archive(k.number)?)))
+        let kept = lock(&self.kept).clone();
+        kept.map(|k| Ok((k.meta, self.archive(&k.hold)?)))
             .transpose()
     }
 
-    /// Keeps complete snapshot `n` unless the kept one covers more of the log (SD1); the
-    /// one not kept is removed (an archive opened on it reads on). True if kept.
-    pub fn keep(&self, n: u64, meta: &Meta) -> Result<bool> {
+    /// Keeps complete snapshot `n` (held by `hold`) unless the kept one covers more of
+    /// the log (SD1). The one not kept is retired: removed once no archive reads it.
+    /// True if kept.
+    pub fn keep(&self, n: u64, hold: Arc<DirHold>, meta: &Meta) -> bool {
         let mut kept = lock(&self.kept);
         if let Some(k) = kept.as_ref()
             && k.meta.last_log_id > meta.last_log_id
         {
-            remove_tree(self.env.as_ref(), &self.snapshot_dir(n))?;
-            return Ok(false);
+            hold.retire();
+            return false;
         }
         let old = kept.replace(Kept {
             number: n,
             meta: meta.clone(),
+            hold,
         });
         if let Some(old) = old
             && old.number != n
         {
-            remove_tree(self.env.as_ref(), &self.snapshot_dir(old.number))?;
+            old.hold.retire();
         }
-        Ok(true)
+        true
     }
 
     /// A new file to receive a snapshot's archive in.
@@ -431,27 +437,32 @@ impl StateDir {
     }
 
     /// Removes what an open found that is neither the live database nor the kept
-    /// snapshot (SD4).
-    pub fn tidy(&self) -> Result<()> {
+    /// snapshot (SD4). Best effort: what stays is only space, and the next open tries
+    /// again.
+    pub fn tidy(&self) {
         let env = self.env.as_ref();
         let live = self.live.read().unwrap_or_else(|p| p.into_inner()).number;
         let kept = self.kept().map(|k| k.number);
-        for name in env.children(&self.root)? {
+        let Ok(names) = env.children(&self.root) else {
+            return;
+        };
+        for name in names {
             let path = self.root.join(&name);
-            match parse(&name) {
-                Some(("db", n)) if n != live => remove_tree(env, &path)?,
-                Some(("snapshot", n)) if Some(n) != kept => remove_tree(env, &path)?,
-                Some(("incoming", _)) => env.remove_file(&path)?,
-                _ if name == STATE_TMP => env.remove_file(&path)?,
-                _ => {}
-            }
+            let _ = match parse(&name) {
+                Some(("db", n)) if n != live => remove_tree(env, &path),
+                Some(("snapshot", n)) if Some(n) != kept => remove_tree(env, &path),
+                Some(("incoming", _)) => env.remove_file(&path),
+                _ if name == STATE_TMP => env.remove_file(&path),
+                _ => Ok(()),
+            };
         }
-        env.sync_dir(&self.root)
+        let _ = env.sync_dir(&self.root);
     }
 }
 
 /// A database no longer live, still open while readers hold it.
 #[derive(Debug)]
+#[must_use = "a retired database is closed and removed by `in_background`, or when dropped (closed only)"]
 pub(crate) struct Retired {
     db: Arc<Db>,
     dir: PathBuf,

@@ -73,7 +73,7 @@ pub struct StrataStateMachine {
     /// Snapshots built by this process, for their ids.
     built: Arc<AtomicU64>,
     /// Drawn at random at open, for snapshot ids.
-    nonce: u32,
+    nonce: u64,
     /// The most sessions kept (RS5).
     session_limit: u64,
 }
@@ -119,13 +119,13 @@ impl StrataStateMachine {
                 drop(state.make_live(number, db)?);
             }
         }
-        state.tidy()?;
+        state.tidy();
         Ok(StrataStateMachine {
             dir: Arc::new(state),
             built: Arc::new(AtomicU64::new(0)),
             nonce: {
                 use std::hash::{BuildHasher, Hasher};
-                std::hash::RandomState::new().build_hasher().finish() as u32
+                std::hash::RandomState::new().build_hasher().finish()
             },
             session_limit: MAX_SESSIONS,
         })
@@ -413,12 +413,13 @@ impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
             (number, applied, membership)
         };
         let n = m.built.fetch_add(1, Ordering::Relaxed) + 1;
-        // Unique across nodes and restarts: openraft tells one transfer from another by
-        // the id alone, and two checkpoints of the same state differ in their bytes.
+        // Unique across nodes and restarts (64 random bits: a clash is as unlikely as a
+        // checksum collision): openraft tells one transfer from another by the id alone,
+        // and two checkpoints of the same state differ in their bytes.
         let nonce = m.nonce;
         let snapshot_id = match applied {
-            Some(id) => format!("{}-{}-{n}-{nonce:08x}", id.leader_id.term, id.index),
-            None => format!("none-{n}-{nonce:08x}"),
+            Some(id) => format!("{}-{}-{n}-{nonce:016x}", id.leader_id.term, id.index),
+            None => format!("none-{n}-{nonce:016x}"),
         };
         let meta = SnapshotMeta {
             last_log_id: applied,
@@ -427,9 +428,11 @@ impl RaftSnapshotBuilder<TypeConfig> for StrataSnapshotBuilder {
         };
         let failed = |e: strata::Error| snapshot_error(Some(&meta), ErrorVerb::Write, &e);
         dir.complete(number, &meta).map_err(failed)?;
-        // Its files are opened before `keep` may remove an older build's directory.
-        let archive = dir.archive(number).map_err(failed)?;
-        dir.keep(number, &meta).map_err(failed)?;
+        // The archive holds the directory: a build older than the kept snapshot is not
+        // kept, and its directory goes once openraft drops the archive.
+        let hold = dir.hold(number);
+        let archive = dir.archive(&hold).map_err(failed)?;
+        dir.keep(number, hold, &meta);
         Ok(Snapshot {
             meta,
             snapshot: Box::new(archive),
@@ -521,7 +524,7 @@ impl RaftStateMachine<TypeConfig> for StrataStateMachine {
             let _between = dir.apply_lock();
             dir.make_live(live, db).map_err(failed)?.in_background();
         }
-        dir.keep(number, meta).map_err(failed)?;
+        dir.keep(number, dir.hold(number), meta);
         Ok(())
     }
 
@@ -622,11 +625,24 @@ mod tests {
         fill(&mut a, 301, 500, "new").await;
         let mut snap = build(&mut a).await;
         assert_eq!(snap.meta.last_log_id.unwrap().index, 500);
-        // The newer one is kept and the older one's files are gone: a stream of it still
-        // in flight ends with an error (openraft then sends the newer one).
+        // The newer one is kept; the older one's directory stays while a stream of it is
+        // in flight (a transfer always finishes), and goes when the stream does.
+        let early_dirs = || {
+            let mut n = env.children(Path::new("/a")).unwrap();
+            n.retain(|n| n.starts_with("snapshot-"));
+            n.len()
+        };
+        assert_eq!(early_dirs(), 2);
         early.snapshot.seek(SeekFrom::Start(0)).await.unwrap();
-        let mut rest = Vec::new();
-        assert!(early.snapshot.read_to_end(&mut rest).await.is_err());
+        let mut again = Vec::new();
+        early.snapshot.read_to_end(&mut again).await.unwrap();
+        let mut copied = Vec::new();
+        early_copy.seek(SeekFrom::Start(0)).await.unwrap();
+        early_copy.read_to_end(&mut copied).await.unwrap();
+        assert_eq!(again, copied);
+        let early_meta = early.meta.clone();
+        drop(early);
+        assert_eq!(early_dirs(), 1);
         fill(&mut b, 1, 10, "b's own").await;
 
         let mut incoming = b.begin_receiving_snapshot().await.unwrap();
@@ -636,25 +652,34 @@ mod tests {
         assert_eq!(b.get("k0007").unwrap().as_deref(), Some("old"));
         assert_eq!(b.get("k0450").unwrap().as_deref(), Some("new"));
         assert_eq!(b.scan("", None, 10_000, usize::MAX).unwrap().len(), 500);
-        let kept = b.get_current_snapshot().await.unwrap().unwrap();
-        assert_eq!(kept.meta, snap.meta);
+        let kept = b.get_current_snapshot().await.unwrap().unwrap().meta;
+        assert_eq!(kept, snap.meta);
 
         // The earlier snapshot, installed late, replaces the state (openraft asked for
         // it) but never the kept snapshot (SD1); a later build is kept again.
         let mut late = b.begin_receiving_snapshot().await.unwrap();
         stream(&mut early_copy, &mut late, 1 << 20).await;
-        b.install_snapshot(&early.meta, late).await.unwrap();
+        b.install_snapshot(&early_meta, late).await.unwrap();
         assert_eq!(b.get("k0007").unwrap().as_deref(), Some("old"));
-        let kept = b.get_current_snapshot().await.unwrap().unwrap();
-        assert_eq!(kept.meta.snapshot_id, snap.meta.snapshot_id);
+        let kept = b.get_current_snapshot().await.unwrap().unwrap().meta;
+        assert_eq!(kept.snapshot_id, snap.meta.snapshot_id);
         fill(&mut b, 301, 600, "newest").await;
         let newest = build(&mut b).await;
-        let kept = b.get_current_snapshot().await.unwrap().unwrap();
-        assert_eq!(kept.meta, newest.meta);
-        // One database and one snapshot directory are left.
-        let mut names = env.children(Path::new("/b")).unwrap();
-        names.sort();
-        assert_eq!(names.len(), 3, "{names:?}");
+        let kept = b.get_current_snapshot().await.unwrap().unwrap().meta;
+        assert_eq!(kept, newest.meta);
+        // One database and one snapshot directory are left once no archive holds the
+        // others (the replaced databases are removed on threads of their own).
+        drop((snap, newest));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        loop {
+            let mut names = env.children(Path::new("/b")).unwrap();
+            names.sort();
+            if names.len() == 3 {
+                break;
+            }
+            assert!(std::time::Instant::now() < deadline, "{names:?}");
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     #[tokio::test]
