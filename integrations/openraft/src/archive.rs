@@ -465,26 +465,23 @@ mod tests {
         dir
     }
 
+    /// A reader over `sample`'s directory, its metadata file left out.
+    fn reader(env: &Arc<MemEnv>, dir: &Path) -> ArchiveReader {
+        let hold = DirHold::new(env.clone(), dir.to_path_buf());
+        ArchiveReader::new(hold, |n| n != "snapshot.json").unwrap()
+    }
+
     #[test]
     fn a_directory_round_trips_and_reads_alike_at_every_offset() {
         let env = Arc::new(MemEnv::new());
         let dir = sample(env.as_ref());
-        let mut r = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
-            n != "snapshot.json"
-        })
-        .unwrap();
+        let mut r = reader(&env, &dir);
         let whole = read_all(&mut r, 1 << 20);
         assert_eq!(whole.len() as u64, r.len());
         // SA1: small chunks, and a second reader read backwards, give the same bytes.
-        let mut again = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
-            n != "snapshot.json"
-        })
-        .unwrap();
+        let mut again = reader(&env, &dir);
         assert_eq!(read_all(&mut again, 7), whole);
-        let mut back = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
-            n != "snapshot.json"
-        })
-        .unwrap();
+        let mut back = reader(&env, &dir);
         let mut at = whole.len();
         while at > 0 {
             let from = at.saturating_sub(1000);
@@ -516,10 +513,7 @@ mod tests {
     fn every_damaged_cut_or_lengthened_archive_is_refused() {
         let env = Arc::new(MemEnv::new());
         let dir = sample(env.as_ref());
-        let mut r = ArchiveReader::new(DirHold::new(env.clone(), dir.clone()), |n| {
-            n != "snapshot.json"
-        })
-        .unwrap();
+        let mut r = reader(&env, &dir);
         let whole = read_all(&mut r, 1 << 20);
         let mut cases: Vec<(String, Vec<u8>)> = Vec::new();
         for at in [0, 9, 12, 30, 500, 3020, whole.len() - 12, whole.len() - 1] {
