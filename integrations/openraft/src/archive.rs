@@ -53,6 +53,16 @@ pub fn valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b'_'))
 }
 
+/// A file's header in the archive: its name's length, its name, its length (what its CRC
+/// covers before the content).
+fn file_header(name: &str, len: u64) -> Vec<u8> {
+    let mut header = Vec::with_capacity(2 + name.len() + 8);
+    header.extend_from_slice(&(name.len() as u16).to_le_bytes());
+    header.extend_from_slice(name.as_bytes());
+    header.extend_from_slice(&len.to_le_bytes());
+    header
+}
+
 /// A part of the stream: bytes kept here, a file's content, or a file's CRC.
 #[derive(Debug)]
 enum Part {
@@ -136,9 +146,7 @@ pub fn remove_tree(env: &dyn Env, dir: &Path) -> Result<()> {
 /// time (a snapshot may have hundreds), opened when first read; the directory is held
 /// (`DirHold`) until the reader is dropped.
 pub struct ArchiveReader {
-    env: Arc<dyn Env>,
-    dir: PathBuf,
-    _hold: Arc<DirHold>,
+    hold: Arc<DirHold>,
     members: Vec<Member>,
     /// The member whose file is open, and the file.
     open: Option<(usize, Arc<dyn RandomAccessFile>)>,
@@ -150,7 +158,7 @@ pub struct ArchiveReader {
 impl std::fmt::Debug for ArchiveReader {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ArchiveReader")
-            .field("dir", &self.dir)
+            .field("dir", &self.hold.dir)
             .field("members", &self.members)
             .field("len", &self.len)
             .finish_non_exhaustive()
@@ -161,9 +169,7 @@ impl ArchiveReader {
     /// The archive of the files of the held directory whose names `include` accepts, in
     /// name order.
     pub fn new(hold: Arc<DirHold>, include: impl Fn(&str) -> bool) -> Result<Self> {
-        let env = Arc::clone(&hold.env);
-        let dir = hold.dir.clone();
-        let dir = dir.as_path();
+        let (env, dir) = (hold.env.as_ref(), hold.dir.as_path());
         let mut names = env.children(dir)?;
         names.retain(|n| include(n));
         names.sort();
@@ -184,10 +190,7 @@ impl ArchiveReader {
             }
             let path = dir.join(&name);
             let len = env.file_size(&path)?;
-            let mut header = Vec::with_capacity(2 + name.len() + 8);
-            header.extend_from_slice(&(name.len() as u16).to_le_bytes());
-            header.extend_from_slice(name.as_bytes());
-            header.extend_from_slice(&len.to_le_bytes());
+            let header = file_header(&name, len);
             let i = members.len();
             let header_len = header.len() as u64;
             let header_crc = crc32c::crc32c(&header);
@@ -206,9 +209,7 @@ impl ArchiveReader {
         end.extend_from_slice(&(members.len() as u64).to_le_bytes());
         push(&mut parts, Part::Bytes(end), 10);
         Ok(ArchiveReader {
-            env,
-            dir: dir.to_path_buf(),
-            _hold: hold,
+            hold,
             members,
             open: None,
             parts,
@@ -259,8 +260,9 @@ impl ArchiveReader {
             Some((open, file)) if *open == m => Arc::clone(file),
             _ => {
                 let file = self
+                    .hold
                     .env
-                    .new_random_access(&self.dir.join(&self.members[m].name))?;
+                    .new_random_access(&self.hold.dir.join(&self.members[m].name))?;
                 self.open = Some((m, Arc::clone(&file)));
                 file
             }
@@ -271,7 +273,7 @@ impl ArchiveReader {
             let n = file.read_at(offset + done as u64, &mut buf[done..])?;
             if n == 0 {
                 return Err(Error::corruption(
-                    self.dir.join(&member.name).display().to_string(),
+                    self.hold.dir.join(&member.name).display().to_string(),
                     offset + done as u64,
                     format!(
                         "the file ended early: a snapshot's file of {} bytes must not change",
@@ -402,9 +404,7 @@ pub fn unpack(env: &dyn Env, archive: &Path, dest: &Path) -> Result<Vec<String>>
         let len = src.u64("a file's length")?;
         let path: PathBuf = dest.join(&name);
         let mut out = env.new_writable(&path)?;
-        let mut crc = crc32c::crc32c(&(name_len as u16).to_le_bytes());
-        crc = crc32c::crc32c_append(crc, name.as_bytes());
-        crc = crc32c::crc32c_append(crc, &len.to_le_bytes());
+        let mut crc = crc32c::crc32c(&file_header(&name, len));
         let mut left = len;
         while left > 0 {
             let n = PIECE.min(left as usize);

@@ -181,3 +181,18 @@ pub fn open_with(
     )?;
     Ok((StrataLogStore::new(db), sm))
 }
+
+/// A random 64-bit id (the standard library's per-process random hash keys, mixed with
+/// the clock and a counter).
+pub(crate) fn random_id() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    h.write_u64(now);
+    h.write_u32(std::process::id());
+    h.finish()
+}

@@ -113,9 +113,22 @@ impl SnapshotArchive {
             _ => Ok(None),
         }
     }
+}
 
+impl Drop for SnapshotArchive {
+    fn drop(&mut self) {
+        if let Inner::Incoming { env, path, .. } = &self.inner
+            && env.exists(path)
+        {
+            // Best effort: an open removes what is left (SD4).
+            let _ = env.remove_file(path);
+        }
+    }
+}
+
+impl io::Read for SnapshotArchive {
     /// Reads up to `buf.len()` bytes at the position.
-    fn read_now(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         let n = match &mut self.inner {
             Inner::Outgoing(r) => r.read_at(self.pos, buf).map_err(io_error)?,
             Inner::Memory(c) => io::Read::read(c, buf)?,
@@ -129,8 +142,10 @@ impl SnapshotArchive {
         self.pos += n as u64;
         Ok(n)
     }
+}
 
-    fn write_now(&mut self, buf: &[u8]) -> io::Result<usize> {
+impl io::Write for SnapshotArchive {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match &mut self.inner {
             Inner::Incoming { file, written, .. } => {
                 // A chunk sent again: the bytes already written are the same (SA1).
@@ -149,7 +164,16 @@ impl SnapshotArchive {
         Ok(buf.len())
     }
 
-    fn seek_now(&mut self, to: SeekFrom) -> io::Result<u64> {
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Incoming { file, .. } => file.flush().map_err(io_error),
+            _ => Ok(()),
+        }
+    }
+}
+
+impl io::Seek for SnapshotArchive {
+    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
         let len = match &self.inner {
             Inner::Outgoing(r) => r.len(),
             Inner::Incoming { written, .. } => *written,
@@ -178,42 +202,6 @@ impl SnapshotArchive {
     }
 }
 
-impl Drop for SnapshotArchive {
-    fn drop(&mut self) {
-        if let Inner::Incoming { env, path, .. } = &self.inner
-            && env.exists(path)
-        {
-            // Best effort: an open removes what is left (SD4).
-            let _ = env.remove_file(path);
-        }
-    }
-}
-
-impl io::Read for SnapshotArchive {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.read_now(buf)
-    }
-}
-
-impl io::Write for SnapshotArchive {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.write_now(buf)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match &mut self.inner {
-            Inner::Incoming { file, .. } => file.flush().map_err(io_error),
-            _ => Ok(()),
-        }
-    }
-}
-
-impl io::Seek for SnapshotArchive {
-    fn seek(&mut self, to: SeekFrom) -> io::Result<u64> {
-        self.seek_now(to)
-    }
-}
-
 impl AsyncRead for SnapshotArchive {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -221,7 +209,7 @@ impl AsyncRead for SnapshotArchive {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        let n = this.read_now(buf.initialize_unfilled())?;
+        let n = io::Read::read(this, buf.initialize_unfilled())?;
         buf.advance(n);
         Poll::Ready(Ok(()))
     }
@@ -233,7 +221,7 @@ impl AsyncWrite for SnapshotArchive {
         _cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        Poll::Ready(self.get_mut().write_now(buf))
+        Poll::Ready(io::Write::write(self.get_mut(), buf))
     }
 
     fn poll_flush(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -247,7 +235,7 @@ impl AsyncWrite for SnapshotArchive {
 
 impl AsyncSeek for SnapshotArchive {
     fn start_seek(self: Pin<&mut Self>, position: SeekFrom) -> io::Result<()> {
-        self.get_mut().seek_now(position).map(|_| ())
+        io::Seek::seek(self.get_mut(), position).map(|_| ())
     }
 
     fn poll_complete(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<io::Result<u64>> {

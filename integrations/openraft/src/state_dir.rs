@@ -15,8 +15,9 @@
 //! Invariants:
 //! - SD1 A `snapshot-<n>` is complete once its `snapshot.json` exists: the checkpoint's
 //!   files are synced before it is written (a temporary file renamed, the directory
-//!   synced), and a received one's only after a database made from it opened. The kept snapshot is the complete one that covers the most of the log; an
-//!   older one never replaces it (`keep`).
+//!   synced), and a received one's only after a database made from it opened. The kept
+//!   snapshot is the complete one that covers the most of the log; an older one never
+//!   replaces it (`keep`).
 //! - SD2 `STATE` names a database only once it is complete and synced: a new live
 //!   database (a snapshot installed, or restored at open) is written beside the old one,
 //!   then `STATE` is replaced, then the old one is removed (after an install, on a thread
@@ -313,14 +314,13 @@ impl StateDir {
 
     /// Keeps complete snapshot `n` (held by `hold`) unless the kept one covers more of
     /// the log (SD1). The one not kept is retired: removed once no archive reads it.
-    /// True if kept.
-    pub fn keep(&self, n: u64, hold: Arc<DirHold>, meta: &Meta) -> bool {
+    pub fn keep(&self, n: u64, hold: Arc<DirHold>, meta: &Meta) {
         let mut kept = lock(&self.kept);
         if let Some(k) = kept.as_ref()
             && k.meta.last_log_id > meta.last_log_id
         {
             hold.retire();
-            return false;
+            return;
         }
         let old = kept.replace(Kept {
             number: n,
@@ -332,7 +332,6 @@ impl StateDir {
         {
             old.hold.retire();
         }
-        true
     }
 
     /// A new file to receive a snapshot's archive in.
@@ -379,9 +378,7 @@ impl StateDir {
             .into_iter()
             .chain(db.map(|m| self.root.join(format!("db-{m}"))));
         for dir in dirs {
-            if env.exists(&dir) {
-                let _ = remove_tree(env, &dir);
-            }
+            let _ = remove_tree(env, &dir);
         }
     }
 
@@ -493,15 +490,9 @@ impl Retired {
 
 /// Copies every byte of `from`, from its start, into `to`.
 fn copy_stream(from: &mut SnapshotArchive, to: &mut SnapshotArchive) -> Result<()> {
-    use std::io::{Read, Seek, Write};
+    use std::io::Seek;
     let io = |e: std::io::Error| Error::io("copying a snapshot", e);
     from.rewind().map_err(io)?;
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = from.read(&mut buf).map_err(io)?;
-        if n == 0 {
-            return Ok(());
-        }
-        to.write_all(&buf[..n]).map_err(io)?;
-    }
+    std::io::copy(from, to).map_err(io)?;
+    Ok(())
 }

@@ -123,10 +123,7 @@ impl StrataStateMachine {
         Ok(StrataStateMachine {
             dir: Arc::new(state),
             built: Arc::new(AtomicU64::new(0)),
-            nonce: {
-                use std::hash::{BuildHasher, Hasher};
-                std::hash::RandomState::new().build_hasher().finish()
-            },
+            nonce: crate::random_id(),
             session_limit: MAX_SESSIONS,
         })
     }
