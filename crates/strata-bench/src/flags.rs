@@ -146,6 +146,14 @@ pub struct Flags {
     /// line says how many reads ran. Lets the slowest engines fit a time-boxed suite.
     #[arg(long = "read_budget", default_value_t = 0.0)]
     pub read_budget: f64,
+    /// Stop a write benchmark (fillseq, fillrandom, overwrite, their batched and synced
+    /// forms, fill100K) after this many seconds even if --num writes are not all done (0:
+    /// off); the result line says how many ran. The database then holds fewer entries,
+    /// and the rows after it say how many of their reads found one. Lets the slowest
+    /// engines fit `make bench`; the engines it stops are measured over the first, cheaper
+    /// part of their load, which can only flatter them.
+    #[arg(long = "write_budget", default_value_t = 0.0)]
+    pub write_budget: f64,
     /// Seed of the random key orders (identical for every engine).
     #[arg(long, default_value_t = 301)]
     pub seed: u64,

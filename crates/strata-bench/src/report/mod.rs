@@ -265,11 +265,13 @@ impl<'a> Page<'a> {
     }
 
     /// What the engines said of a cell that a reader needs beside its chart (first round):
-    /// a read budget that stopped the run early, a transaction workload's aborts and check.
+    /// a read or write budget that stopped the run early, a transaction workload's aborts and check.
     fn messages(&self, group_index: usize, index: usize) -> Vec<(String, String)> {
         self.first_results(group_index, index)
             .filter(|(_, res)| {
-                res.message.contains("read budget") || res.message.contains(" aborted ")
+                res.message.contains("read budget")
+                    || res.message.contains("write budget")
+                    || res.message.contains(" aborted ")
             })
             .map(|(e, res)| (e.clone(), res.message.clone()))
             .collect()
@@ -551,6 +553,7 @@ impl<'a> Page<'a> {
             t = esc(&title),
             css = CSS
         );
+        let _ = write!(h, "<p class=\"ran\">{}</p>", self.ran_text());
         let _ = write!(
             h,
             "<p class=\"lede\">Strata and {peers} peer{ps} through the same \
@@ -579,6 +582,43 @@ impl<'a> Page<'a> {
             "<p class=\"how\">OS page cache: {}.</p>",
             esc(&doc.page_cache)
         );
+    }
+
+    /// The page's first line: what ran (each file's command line and commit), and how
+    /// many figures a time budget stopped early.
+    fn ran_text(&self) -> String {
+        let commands = self
+            .docs
+            .iter()
+            .map(|d| {
+                format!(
+                    "<code>{}</code> at <code>{}</code>",
+                    esc(&d.args.join(" ")),
+                    esc(d.commit.as_deref().unwrap_or("unknown commit"))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ");
+        let cut = self
+            .docs
+            .iter()
+            .flat_map(|d| &d.runs)
+            .flat_map(|r| &r.results)
+            .filter(|r| r.message.contains("write budget") || r.message.contains("read budget"))
+            .count();
+        let budget = if cut == 0 {
+            String::new()
+        } else {
+            format!(
+                " A time budget stopped {cut} figure{s} before all {w} operations ran; each \
+                 says how many ran, under its chart. A write figure cut short is measured over \
+                 the first, cheaper part of a growing database's load, and the reads after it \
+                 find fewer keys: both can flatter the engine stopped.",
+                s = if cut == 1 { "" } else { "s" },
+                w = if cut == 1 { "its" } else { "their" },
+            )
+        };
+        format!("What ran: {commands}.{budget}")
     }
 
     /// What the suite measures, in a sentence of its own.
@@ -1386,7 +1426,7 @@ fn bytes(n: usize) -> String {
 const CSS: &str = "body{margin:0;background:#fafafa;color:#222;font:15px/1.5 system-ui,sans-serif}\
 main{max-width:900px;margin:0 auto;padding:24px}h1{font-size:26px;margin:0 0 8px}\
 h2{font-size:20px;margin:32px 0 8px;border-bottom:1px solid #ddd}h3{font-size:16px}\
-.lede{font-size:16px}.how{color:#555;font-size:14px}.strata{color:#c0392b;font-weight:600}\
+.lede{font-size:16px}.ran{font-size:13px;color:#444;overflow-wrap:anywhere}.how{color:#555;font-size:14px}.strata{color:#c0392b;font-weight:600}\
 .ahead{color:#1e8449}.behind{color:#b03a2e}figure{margin:12px 0;background:#fff;\
 border:1px solid #e5e5e5}figure svg{display:block;max-width:100%;height:auto}\
 figcaption{font-size:12px;color:#777;padding:2px 8px 6px}figcaption a{float:right}\
@@ -1478,6 +1518,38 @@ mod tests {
         assert!(!html.contains("in 4 rounds"));
         assert!(html.contains("1970-01-02 00:00 UTC to 1970-01-03 00:00 UTC"));
         assert!(html.contains("<td>rounds</td><td>scale 1000000: 1, scale 100000000: 3</td>"));
+    }
+
+    #[test]
+    fn the_first_line_says_what_ran_and_what_a_budget_cut() {
+        let mut docs = sample_page_docs(1);
+        docs[0].args = vec!["strata-bench".into(), "--write_budget=5".into()];
+        docs[0].commit = Some("abc1234".into());
+        let ran = |docs: &[Document]| {
+            let page = Page::new(docs, &[PathBuf::from("x.json")]).unwrap();
+            let dir = tempfile::tempdir().unwrap();
+            let html = page.render(dir.path()).unwrap();
+            let at = html.find("<p class=\"ran\">").expect("a first line");
+            assert!(
+                at < html.find("class=\"lede\"").unwrap(),
+                "first, before the lede"
+            );
+            html[at..].split("</p>").next().unwrap().to_string()
+        };
+        let line = ran(&docs);
+        assert!(
+            line.contains(
+                "What ran: <code>strata-bench --write_budget=5</code> at <code>abc1234</code>."
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("budget stopped"), "{line}");
+        docs[0].runs[1].results[2].message = "(write budget: 10 of 20 writes ran)".into();
+        let line = ran(&docs);
+        assert!(
+            line.contains("A time budget stopped 1 figure before all its"),
+            "{line}"
+        );
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! `strata-bench site DIR`: the index page of a results folder (`docs/results/`). It opens
 //! with the current page of each suite, as `DIR/current.txt` names them (a page drawn by
 //! `strata-bench report`, or a run described by its README), each with its date, commit,
-//! CPU and rounds; then the older pages, each marked as superseded by its suite's current
+//! CPU and rounds, and what changed in the code since its run (`current.txt`'s fourth
+//! field; `tests/current_pages.rs` fails when the engine or the workloads changed after a
+//! page's commit and the field is empty). A current page run on a tree with uncommitted
+//! changes is refused: it is not the code of any commit. Then the older pages, each marked as superseded by its suite's current
 //! one; then the engineering runs (folders with a `README.md`: one change's before and
 //! after) as an archive. Newest first, as folder names are dated.
 
@@ -42,6 +45,8 @@ enum Entry {
         folder: String,
         suite: String,
         detail: String,
+        /// Run on a tree with uncommitted changes.
+        dirty: bool,
         cpu: String,
         /// The engines its `--engines` named (`all` as itself).
         engines: BTreeSet<String>,
@@ -64,8 +69,6 @@ fn suite_title(suite: &str) -> String {
     }
 }
 
-/// The page drawn from `doc`: what it says about its run. A commit with uncommitted
-/// changes (`-dirty`) is said in words: such a page is not the code of any commit.
 /// The engines a run's arguments name (`--engines=a,b`).
 fn engines(args: &[String]) -> BTreeSet<String> {
     args.iter()
@@ -75,6 +78,8 @@ fn engines(args: &[String]) -> BTreeSet<String> {
         .collect()
 }
 
+/// The page drawn from `doc`: what it says about its run. A commit with uncommitted
+/// changes (`-dirty`) is said in words: such a page is not the code of any commit.
 fn detail(doc: &Header) -> String {
     let rounds: BTreeSet<usize> = doc.runs.iter().map(|r| r.round).collect();
     let commit = doc.commit.as_deref().unwrap_or("unknown");
@@ -125,6 +130,7 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
             out.push(Entry::Published {
                 suite: doc.suite.clone().unwrap_or_else(|| "benchmarks".into()),
                 detail: detail(&doc),
+                dirty: doc.commit.as_deref().is_some_and(|c| c.ends_with("-dirty")),
                 cpu: doc.machine.cpu.clone(),
                 engines: engines(&doc.args),
                 folder,
@@ -141,9 +147,19 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
-/// `DIR/current.txt`: (suite, folder, what sets it apart from the suite's other current
-/// pages) of each current page, in the file's order.
-fn current(dir: &Path) -> Result<Vec<(String, String, String)>> {
+/// A line of `DIR/current.txt`.
+#[derive(Debug)]
+struct Current {
+    suite: String,
+    folder: String,
+    /// What sets it apart from the suite's other current pages.
+    label: String,
+    /// What changed in the code since its run; empty when nothing did.
+    since: String,
+}
+
+/// `DIR/current.txt`'s current pages, in the file's order.
+fn current(dir: &Path) -> Result<Vec<Current>> {
     let path = dir.join("current.txt");
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
@@ -157,13 +173,17 @@ fn current(dir: &Path) -> Result<Vec<(String, String, String)>> {
             let mut fields = l.split('\t').map(str::trim);
             let (Some(suite), Some(folder)) = (fields.next(), fields.next()) else {
                 anyhow::bail!(
-                    "{} line {}: expected SUITE<TAB>FOLDER[<TAB>LABEL]",
+                    "{} line {}: expected SUITE<TAB>FOLDER[<TAB>LABEL[<TAB>SINCE]]",
                     path.display(),
                     n + 1
                 );
             };
-            let label = fields.next().unwrap_or_default();
-            Ok((suite.to_string(), folder.to_string(), label.to_string()))
+            Ok(Current {
+                suite: suite.to_string(),
+                folder: folder.to_string(),
+                label: fields.next().unwrap_or_default().to_string(),
+                since: fields.next().unwrap_or_default().to_string(),
+            })
         })
         .collect()
 }
@@ -172,7 +192,7 @@ fn current(dir: &Path) -> Result<Vec<(String, String, String)>> {
 pub fn run(dir: &Path) -> Result<PathBuf> {
     let entries = entries(dir)?;
     let current = current(dir)?;
-    let is_current = |f: &str| current.iter().any(|(_, c, _)| c == f);
+    let is_current = |f: &str| current.iter().any(|c| c.folder == f);
     let cpus: BTreeSet<&str> = entries
         .iter()
         .filter_map(|e| match e {
@@ -195,24 +215,43 @@ pub fn run(dir: &Path) -> Result<PathBuf> {
         if cpus.len() == 1 { "" } else { "s" },
         esc(&cpus.into_iter().collect::<Vec<_>>().join(", "))
     );
-    for (suite, folder, label) in &current {
+    for Current {
+        suite,
+        folder,
+        label,
+        since,
+    } in &current
+    {
         let page = entries.iter().find_map(|e| match e {
             Entry::Published {
-                folder: f, detail, ..
-            } if f == folder => Some(format!(
-                "<a href=\"{f}/index.html\">{f}</a>: {detail}",
-                f = esc(f)
-            )),
-            Entry::Engineering { folder: f, title } if f == folder => Some(format!(
+                folder: f,
+                detail,
+                dirty,
+                ..
+            } if f == folder => Some(if *dirty {
+                Err(anyhow::anyhow!(
+                    "current.txt names {folder}, a page run on a tree with uncommitted \
+                     changes: rerun it at a commit"
+                ))
+            } else {
+                Ok(format!(
+                    "<a href=\"{f}/index.html\">{f}</a>: {detail}",
+                    f = esc(f)
+                ))
+            }),
+            Entry::Engineering { folder: f, title } if f == folder => Some(Ok(format!(
                 "<a href=\"{f}/README.md\">{f}</a>: {}",
                 esc(title),
                 f = esc(f)
-            )),
+            ))),
             _ => None,
         });
-        let page = page.with_context(|| {
+        let mut page = page.with_context(|| {
             format!("current.txt names {folder}, which holds no page and no README.md")
-        })?;
+        })??;
+        if !since.is_empty() {
+            let _ = write!(page, ". <i>Since its run:</i> {}", esc(since));
+        }
         let name = if label.is_empty() {
             suite_title(suite)
         } else {
@@ -245,8 +284,8 @@ pub fn run(dir: &Path) -> Result<PathBuf> {
             let link = |f: &str| format!("<a href=\"{f}/index.html\">{f}</a>", f = esc(f));
             let same_suite: Vec<&str> = current
                 .iter()
-                .filter(|(s, ..)| s == suite)
-                .map(|(_, f, _)| f.as_str())
+                .filter(|c| &c.suite == suite)
+                .map(|c| c.folder.as_str())
                 .collect();
             let covers = |f: &str| {
                 engines_of(f).is_none_or(|theirs| {
@@ -348,7 +387,8 @@ mod tests {
         .unwrap();
         std::fs::write(
             dir.path().join("current.txt"),
-            "# comment\nbaseline\t2026-11-26-baseline\topen files\nopenraft\t2026-11-25-b\n",
+            "# comment\nbaseline\t2026-11-26-baseline\topen files\tcache <resized>\n\
+             openraft\t2026-11-25-b\n",
         )
         .unwrap();
         let html = std::fs::read_to_string(run(dir.path()).unwrap()).unwrap();
@@ -365,6 +405,12 @@ mod tests {
         assert!(html.contains("commit abc1234"));
         assert!(html.contains("<b>0123abc with uncommitted changes</b>"));
         assert!(html.contains("LevelDB's benchmark page, open files"));
+        assert!(html.contains("<i>Since its run:</i> cache &lt;resized&gt;</li>"));
+        assert_eq!(
+            html.matches("Since its run").count(),
+            1,
+            "none where none given"
+        );
         assert!(at("Engineering runs") < at("Older run"));
         assert_eq!(
             html.matches("Newer run").count(),
@@ -372,6 +418,14 @@ mod tests {
             "listed once, as current"
         );
         assert!(!html.contains("empty"));
+        // A current page run on a dirty tree is refused.
+        std::fs::write(
+            dir.path().join("current.txt"),
+            "baseline\t2026-11-20-baseline\n",
+        )
+        .unwrap();
+        let err = run(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("uncommitted changes"), "{err}");
         // A current page that does not exist is an error, not a silent gap.
         std::fs::write(dir.path().join("current.txt"), "scale\tnowhere\n").unwrap();
         assert!(run(dir.path()).is_err());
