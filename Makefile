@@ -51,8 +51,9 @@ libleveldb: deps
 # and every peer in its full-strength form (LevelDB's own db_bench, a release RocksDB,
 # SQLite in WAL mode, Kyoto TreeDB, WiredTiger's LSM and B-tree, LMDB, fjall), one round,
 # then the report page in bench-report/index.html. Each write benchmark stops after
-# BENCH_WRITE_BUDGET seconds and each random read after BENCH_READ_BUDGET (docs/bench.md):
-# about 9 minutes here, 30 minutes all told on a fresh machine with the builds. The other
+# BENCH_WRITE_BUDGET seconds and each random read after BENCH_READ_BUDGET (docs/bench.md;
+# LevelDB's own db_bench always runs whole): about 9 minutes here, about 27 minutes all
+# told on a fresh machine with the builds. The other
 # columns (LevelDB through its C API, SQLite's rollback journal, the page's own SQLite and
 # TreeDB programs, the value-separated columns) and every row whole: `make bench-full`.
 # RocksDB is a release build for this CPU (scripts/build-rocksdb-release.sh: about 15

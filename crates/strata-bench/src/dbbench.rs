@@ -15,9 +15,9 @@
 //! others'. What db_bench cannot do as strata-bench means it (a benchmark it lacks, a rate
 //! limit, a duration) is an n/a row with the reason.
 //!
-//! Differences that remain, written down in `docs/bench.md`: db_bench's random reads are
-//! not time-boxed (`--read_budget` does not apply), its `fillsync` writes `num / 1000`
-//! entries where the baseline suite writes 10,000 (µs/op compares), and it prints no
+//! Differences that remain, written down in `docs/bench.md`: db_bench's writes and random
+//! reads are not time-boxed (`--write_budget` and `--read_budget` do not apply), its
+//! `fillsync` writes `num / 1000` entries where the baseline suite writes 10,000 (µs/op compares), and it prints no
 //! latency histogram this harness reads.
 
 use std::io::{BufRead as _, BufReader, Read as _};

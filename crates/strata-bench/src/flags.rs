@@ -151,7 +151,7 @@ pub struct Flags {
     /// off); the result line says how many ran. The database then holds fewer entries,
     /// and the rows after it say how many of their reads found one. Lets the slowest
     /// engines fit `make bench`; the engines it stops are measured over the first, cheaper
-    /// part of their load, which can only flatter them.
+    /// part of their load, which can flatter them.
     #[arg(long = "write_budget", default_value_t = 0.0)]
     pub write_budget: f64,
     /// Seed of the random key orders (identical for every engine).

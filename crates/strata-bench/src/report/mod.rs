@@ -264,16 +264,33 @@ impl<'a> Page<'a> {
         })
     }
 
-    /// What the engines said of a cell that a reader needs beside its chart (first round):
-    /// a read or write budget that stopped the run early, a transaction workload's aborts and check.
+    /// What the engines said of a cell that a reader needs beside its chart: a read or
+    /// write budget that stopped the run early, reads that did not all find a key (a
+    /// database a write budget left smaller), a transaction workload's aborts and check.
+    /// The first round's word, or else the first later round's that has one (named).
     fn messages(&self, group_index: usize, index: usize) -> Vec<(String, String)> {
-        self.first_results(group_index, index)
-            .filter(|(_, res)| {
-                res.message.contains("read budget")
-                    || res.message.contains("write budget")
-                    || res.message.contains(" aborted ")
+        let first = self.first_round();
+        self.engines
+            .iter()
+            .filter_map(|e| {
+                let mut runs: Vec<&EngineRun> = self
+                    .runs
+                    .iter()
+                    .filter(|r| r.engine == *e && r.group_index == group_index)
+                    .collect();
+                runs.sort_by_key(|r| r.round);
+                runs.iter().find_map(|r| {
+                    let res = result_at(r, index)?;
+                    notable(&res.message).then(|| {
+                        let msg = if r.round == first {
+                            res.message.clone()
+                        } else {
+                            format!("round {}: {}", r.round + 1, res.message)
+                        };
+                        (e.clone(), msg)
+                    })
+                })
             })
-            .map(|(e, res)| (e.clone(), res.message.clone()))
             .collect()
     }
 
@@ -599,25 +616,38 @@ impl<'a> Page<'a> {
             })
             .collect::<Vec<_>>()
             .join("; ");
-        let cut = self
-            .docs
-            .iter()
-            .flat_map(|d| &d.runs)
-            .flat_map(|r| &r.results)
-            .filter(|r| r.message.contains("write budget") || r.message.contains("read budget"))
-            .count();
-        let budget = if cut == 0 {
-            String::new()
-        } else {
-            format!(
+        // The cells (group, benchmark, engine) a budget cut in any round, as
+        // `messages` captions them.
+        let cells = |what: &str| {
+            self.runs
+                .iter()
+                .flat_map(|r| {
+                    r.results.iter().enumerate().filter_map(move |(i, x)| {
+                        x.message
+                            .contains(what)
+                            .then(|| (r.group_index, x.position.unwrap_or(i), r.engine.clone()))
+                    })
+                })
+                .collect::<std::collections::BTreeSet<_>>()
+        };
+        let (writes, reads) = (cells("write budget"), cells("read budget"));
+        let cut = writes.union(&reads).count();
+        let mut budget = String::new();
+        if cut > 0 {
+            budget = format!(
                 " A time budget stopped {cut} figure{s} before all {w} operations ran; each \
-                 says how many ran, under its chart. A write figure cut short is measured over \
-                 the first, cheaper part of a growing database's load, and the reads after it \
-                 find fewer keys: both can flatter the engine stopped.",
+                 says how many ran, under its chart.",
                 s = if cut == 1 { "" } else { "s" },
                 w = if cut == 1 { "its" } else { "their" },
-            )
-        };
+            );
+        }
+        if !writes.is_empty() {
+            budget.push_str(
+                " A write figure cut short is measured over the first, cheaper part of a \
+                 growing database's load, and the reads after it find fewer keys (their \
+                 captions say how many were found): both can flatter the engine stopped.",
+            );
+        }
         format!("What ran: {commands}.{budget}")
     }
 
@@ -1360,6 +1390,32 @@ fn failure_words(why: &str) -> String {
 
 /// The result of `run` at position `index` of its group (results of older files carry no
 /// position: their place in the list is it).
+/// True for a result message a reader needs beside its chart (`Page::messages`).
+fn notable(message: &str) -> bool {
+    message.contains("read budget")
+        || message.contains("write budget")
+        || message.contains(" aborted ")
+        || found_short(message)
+}
+
+/// True when a message's "(X of Y found)" has X below Y.
+fn found_short(message: &str) -> bool {
+    let Some(end) = message.find(" found)") else {
+        return false;
+    };
+    let Some(open) = message[..end].rfind('(') else {
+        return false;
+    };
+    let mut parts = message[open + 1..end].split(" of ");
+    match (
+        parts.next().and_then(|x| x.parse::<u64>().ok()),
+        parts.next().and_then(|y| y.parse::<u64>().ok()),
+    ) {
+        (Some(x), Some(y)) => x < y,
+        _ => false,
+    }
+}
+
 fn result_at(run: &EngineRun, index: usize) -> Option<&BenchResult> {
     run.results
         .iter()
@@ -1544,12 +1600,55 @@ mod tests {
             "{line}"
         );
         assert!(!line.contains("budget stopped"), "{line}");
-        docs[0].runs[1].results[2].message = "(write budget: 10 of 20 writes ran)".into();
+        // A read cut in the second round only: counted once, captioned with its round, and
+        // no word about writes.
+        let mut docs = sample_page_docs(2);
+        let leveldb_round = |docs: &[Document], round: usize| {
+            docs[0]
+                .runs
+                .iter()
+                .position(|r| r.engine == "leveldb" && r.round == round)
+                .unwrap()
+        };
+        let r1 = leveldb_round(&docs, 1);
+        docs[0].runs[r1].results[2].message =
+            "(5 of 5 found) (read budget: 5 of 20 reads ran)".into();
         let line = ran(&docs);
         assert!(
             line.contains("A time budget stopped 1 figure before all its"),
             "{line}"
         );
+        assert!(!line.contains("write figure"), "{line}");
+        let page = Page::new(&docs, &[PathBuf::from("x.json")]).unwrap();
+        let gi = docs[0].runs[r1].group_index;
+        assert_eq!(
+            page.messages(gi, 2),
+            vec![(
+                "leveldb".to_string(),
+                "round 2: (5 of 5 found) (read budget: 5 of 20 reads ran)".to_string()
+            )]
+        );
+        // The same cell cut in both rounds, and a write cut: two figures, and the word
+        // about writes.
+        let r0 = leveldb_round(&docs, 0);
+        docs[0].runs[r0].results[2].message = "(read budget: 9 of 20 reads ran)".into();
+        docs[0].runs[r0].results[0].message = "(write budget: 10 of 20 writes ran)".into();
+        let line = ran(&docs);
+        assert!(
+            line.contains("A time budget stopped 2 figures before all their"),
+            "{line}"
+        );
+        assert!(line.contains("A write figure cut short"), "{line}");
+    }
+
+    #[test]
+    fn reads_that_missed_are_notable() {
+        assert!(found_short("(852650 of 1000000 found)"));
+        assert!(found_short("(1 of 2 found) (writer: 5 writes/s)"));
+        assert!(!found_short("(20 of 20 found)"));
+        assert!(!found_short("(20 committed, 0 aborted and run again)"));
+        assert!(notable("(852650 of 1000000 found)"));
+        assert!(!notable("(20 of 20 found)"));
     }
 
     #[test]

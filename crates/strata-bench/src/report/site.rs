@@ -2,10 +2,10 @@
 //! with the current page of each suite, as `DIR/current.txt` names them (a page drawn by
 //! `strata-bench report`, or a run described by its README), each with its date, commit,
 //! CPU and rounds, and what changed in the code since its run (`current.txt`'s fourth
-//! field; `tests/current_pages.rs` fails when the engine or the workloads changed after a
-//! page's commit and the field is empty). A current page run on a tree with uncommitted
-//! changes is refused: it is not the code of any commit. Then the older pages, each marked as superseded by its suite's current
-//! one; then the engineering runs (folders with a `README.md`: one change's before and
+//! field, `COMMIT: words`; `tests/current_pages.rs` fails when what makes a page's figures
+//! changed after its commit and the field does not say so up to today). A current page
+//! run on a tree with uncommitted changes is refused: it is not the code of any commit.
+//! Then the older pages, each marked as superseded by its suite's current one; then the engineering runs (folders with a `README.md`: one change's before and
 //! after) as an archive. Newest first, as folder names are dated.
 
 use std::collections::BTreeSet;
@@ -97,17 +97,20 @@ fn detail(doc: &Header) -> String {
     )
 }
 
-/// The header of a page folder's `--json` file, if it has one.
-fn page_header(folder: &Path) -> Option<Header> {
-    let mut jsons: Vec<PathBuf> = std::fs::read_dir(folder)
-        .ok()?
+/// The headers of a page folder's `--json` files, in name order.
+fn page_headers(folder: &Path) -> Vec<Header> {
+    let Ok(dir) = std::fs::read_dir(folder) else {
+        return Vec::new();
+    };
+    let mut jsons: Vec<PathBuf> = dir
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "json"))
         .collect();
     jsons.sort();
     jsons
         .iter()
-        .find_map(|p| serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok())
+        .filter_map(|p| serde_json::from_str(&std::fs::read_to_string(p).ok()?).ok())
+        .collect()
 }
 
 fn entries(dir: &Path) -> Result<Vec<Entry>> {
@@ -124,13 +127,16 @@ fn entries(dir: &Path) -> Result<Vec<Entry>> {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
+        let docs = page_headers(&path);
         if path.join("index.html").is_file()
-            && let Some(doc) = page_header(&path)
+            && let Some(doc) = docs.first()
         {
             out.push(Entry::Published {
                 suite: doc.suite.clone().unwrap_or_else(|| "benchmarks".into()),
-                detail: detail(&doc),
-                dirty: doc.commit.as_deref().is_some_and(|c| c.ends_with("-dirty")),
+                detail: detail(doc),
+                dirty: docs
+                    .iter()
+                    .any(|d| d.commit.as_deref().is_some_and(|c| c.ends_with("-dirty"))),
                 cpu: doc.machine.cpu.clone(),
                 engines: engines(&doc.args),
                 folder,
@@ -154,7 +160,8 @@ struct Current {
     folder: String,
     /// What sets it apart from the suite's other current pages.
     label: String,
-    /// What changed in the code since its run; empty when nothing did.
+    /// What changed in the code since its run (`COMMIT: words`, the changes up to COMMIT);
+    /// empty when nothing did.
     since: String,
 }
 
@@ -249,8 +256,19 @@ pub fn run(dir: &Path) -> Result<PathBuf> {
         let mut page = page.with_context(|| {
             format!("current.txt names {folder}, which holds no page and no README.md")
         })??;
-        if !since.is_empty() {
-            let _ = write!(page, ". <i>Since its run:</i> {}", esc(since));
+        match since.split_once(": ") {
+            Some((upto, words)) => {
+                let _ = write!(
+                    page,
+                    ". <i>Changed since its run, to commit {}:</i> {}",
+                    esc(upto),
+                    esc(words)
+                );
+            }
+            None if !since.is_empty() => {
+                let _ = write!(page, ". <i>Changed since its run:</i> {}", esc(since));
+            }
+            None => {}
         }
         let name = if label.is_empty() {
             suite_title(suite)
@@ -387,7 +405,7 @@ mod tests {
         .unwrap();
         std::fs::write(
             dir.path().join("current.txt"),
-            "# comment\nbaseline\t2026-11-26-baseline\topen files\tcache <resized>\n\
+            "# comment\nbaseline\t2026-11-26-baseline\topen files\tabc9999: cache <resized>\n\
              openraft\t2026-11-25-b\n",
         )
         .unwrap();
@@ -405,9 +423,11 @@ mod tests {
         assert!(html.contains("commit abc1234"));
         assert!(html.contains("<b>0123abc with uncommitted changes</b>"));
         assert!(html.contains("LevelDB's benchmark page, open files"));
-        assert!(html.contains("<i>Since its run:</i> cache &lt;resized&gt;</li>"));
+        assert!(html.contains(
+            "<i>Changed since its run, to commit abc9999:</i> cache &lt;resized&gt;</li>"
+        ));
         assert_eq!(
-            html.matches("Since its run").count(),
+            html.matches("since its run").count(),
             1,
             "none where none given"
         );
@@ -424,6 +444,15 @@ mod tests {
             "baseline\t2026-11-20-baseline\n",
         )
         .unwrap();
+        let err = run(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("uncommitted changes"), "{err}");
+        // So is one whose second file (of a page drawn from two) is.
+        let two = dir.path().join("2026-11-27-two");
+        std::fs::create_dir_all(&two).unwrap();
+        std::fs::write(two.join("index.html"), "<html></html>").unwrap();
+        std::fs::write(two.join("a.json"), json).unwrap();
+        std::fs::write(two.join("b.json"), json.replace("abc1234", "0123abc-dirty")).unwrap();
+        std::fs::write(dir.path().join("current.txt"), "baseline\t2026-11-27-two\n").unwrap();
         let err = run(dir.path()).unwrap_err().to_string();
         assert!(err.contains("uncommitted changes"), "{err}");
         // A current page that does not exist is an error, not a silent gap.
