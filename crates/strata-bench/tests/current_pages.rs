@@ -123,7 +123,7 @@ fn every_current_page_is_at_head_or_says_what_changed_since() {
                 }
                 Some(false) => {}
             }
-            let Some((upto, words)) = note.split_once(": ").filter(|(_, w)| !w.is_empty()) else {
+            let Some((upto, _)) = note.split_once(": ").filter(|(_, w)| !w.is_empty()) else {
                 failures.push(format!(
                     "{folder} (commit {commit}): what makes its figures changed since its run; \
                      rerun it, or say what changed in current.txt's fourth field as \
