@@ -622,11 +622,13 @@ impl<'a> Page<'a> {
             self.runs
                 .iter()
                 .flat_map(|r| {
-                    r.results.iter().enumerate().filter_map(move |(i, x)| {
-                        x.message
-                            .contains(what)
-                            .then(|| (r.group_index, x.position.unwrap_or(i), r.engine.clone()))
-                    })
+                    r.results
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| x.message.contains(what))
+                        .map(move |(i, x)| {
+                            (r.group_index, x.position.unwrap_or(i), r.engine.clone())
+                        })
                 })
                 .collect::<std::collections::BTreeSet<_>>()
         };
