@@ -8,8 +8,9 @@
 //! - the group commit's leader and followers (`db/write.rs`): writers queue under the state
 //!   mutex, wait for their signal awake without the mutex a while, then asleep; the front
 //!   one leads, hands each member of its group its outcome, signals them and wakes those
-//!   asleep (each on its own condition variable, `waiting` read under the mutex), then
-//!   the next leader;
+//!   asleep (each on its own condition variable, `waiting` read under the mutex), leads
+//!   the group queued behind it too (W6: the front writer waits while a leader is at
+//!   work), then wakes the next leader;
 //! - the verified-block bits of a mapped table (`sstable/verified.rs`): readers of
 //!   different blocks mark them in the same 64-bit word at once;
 //! - the conflict records of transactions (`db/conflicts.rs`, TX1): a write is published
@@ -38,11 +39,12 @@ use strata::memtable::{OBSERVE, PUBLISH};
 /// failure by panicking, and its clean-up after a deadlock panics again, which aborts the
 /// process; so [`planted_bugs_are_caught`] runs each in a process of its own and reads
 /// what loom said.
-const PLANTED: [(&str, &str); 7] = [
+const PLANTED: [(&str, &str); 8] = [
     ("planted_relaxed_publication", "Causality violation"),
     ("planted_relaxed_observation", "Causality violation"),
     ("planted_missed_wake_up", "deadlock"),
     ("planted_sleep_after_spin_unchecked", "deadlock"),
+    ("planted_lead_while_leading", "two leaders at once"),
     ("planted_mark_by_load_and_store", "a mark was lost"),
     (
         "planted_snapshot_apart_from_registration",
@@ -163,11 +165,15 @@ struct Writer {
     signalled: AtomicBool,
 }
 
-/// The state the state mutex guards: the writer queue, and how many writes were
-/// committed.
+/// The state the state mutex guards: the writer queue, whether a leader is at work, and
+/// who committed each write.
 #[derive(Default)]
 struct Queue {
     writers: VecDeque<std::sync::Arc<Writer>>,
+    /// `State::leading`: set while a leader commits groups (W6).
+    leading: bool,
+    /// Leaders inside a group's commit right now: never more than one (D1).
+    committing: usize,
     committed: Vec<usize>,
 }
 
@@ -179,6 +185,9 @@ enum HandOff {
     ForgetNextLeader,
     /// A writer that spun in vain goes to sleep without looking again (a missed signal).
     SleepAfterSpinUnchecked,
+    /// The front writer leads without looking whether a leader is still at work (two
+    /// leaders at once).
+    LeadWhileLeading,
 }
 
 /// `wake`: signals `w`, and notifies it if it sleeps.
@@ -189,6 +198,35 @@ fn wake(w: &Writer) {
     }
 }
 
+/// `lead` and `hand_out`: the group is every writer queued now, headed by `head`; the
+/// mutex is let go for the log write and taken again; then each member but `me` (the
+/// leader's own writer, which returns its outcome itself) is handed `me.id` and signalled.
+fn commit_and_hand_out<'a>(
+    state: &'a Mutex<Queue>,
+    mut st: loom::sync::MutexGuard<'a, Queue>,
+    me: &std::sync::Arc<Writer>,
+) -> loom::sync::MutexGuard<'a, Queue> {
+    let group = st.writers.len();
+    st.committing += 1;
+    assert_eq!(st.committing, 1, "two leaders at once");
+    drop(st);
+    thread::yield_now();
+    let mut st = state.lock().unwrap();
+    st.committing -= 1;
+    for _ in 0..group {
+        st.committed.push(me.id);
+    }
+    for _ in 0..group {
+        if let Some(w) = st.writers.pop_front()
+            && !std::sync::Arc::ptr_eq(&w, me)
+        {
+            *w.outcome.lock().unwrap() = Some(me.id);
+            wake(&w);
+        }
+    }
+    st
+}
+
 /// `write`: queue up; lead or get an outcome. Returns the leader's id that committed it.
 fn write(state: &Mutex<Queue>, me: std::sync::Arc<Writer>, hand_off: HandOff) -> usize {
     let mut st = state.lock().unwrap();
@@ -196,10 +234,11 @@ fn write(state: &Mutex<Queue>, me: std::sync::Arc<Writer>, hand_off: HandOff) ->
     // `wait_to_lead`: awake first (`spin_for_signal`, one look here), then asleep.
     let mut spun = false;
     loop {
-        if st
-            .writers
-            .front()
-            .is_some_and(|f| std::sync::Arc::ptr_eq(f, &me))
+        if (!st.leading || hand_off == HandOff::LeadWhileLeading)
+            && st
+                .writers
+                .front()
+                .is_some_and(|f| std::sync::Arc::ptr_eq(f, &me))
         {
             break;
         }
@@ -221,24 +260,14 @@ fn write(state: &Mutex<Queue>, me: std::sync::Arc<Writer>, hand_off: HandOff) ->
         st = me.cv.wait(st).unwrap();
         me.waiting.store(false, Ordering::Relaxed);
     }
-    // `commit_group`: the group is every writer queued now; the mutex is let go for the
-    // log write and taken again.
-    let group = st.writers.len();
-    drop(st);
-    thread::yield_now();
-    let mut st = state.lock().unwrap();
-    for _ in 0..group {
-        st.committed.push(me.id);
+    st.leading = true;
+    st = commit_and_hand_out(state, st, &me);
+    // W6: one more group for the queue, if anyone queued meanwhile (the engine leads up
+    // to `EXTRA_GROUPS`; one shows the hand-over).
+    if !st.writers.is_empty() {
+        st = commit_and_hand_out(state, st, &me);
     }
-    // `hand_out`.
-    for _ in 0..group {
-        if let Some(w) = st.writers.pop_front()
-            && !std::sync::Arc::ptr_eq(&w, &me)
-        {
-            *w.outcome.lock().unwrap() = Some(me.id);
-            wake(&w);
-        }
-    }
+    st.leading = false;
     if hand_off != HandOff::ForgetNextLeader
         && let Some(next) = st.writers.front()
     {
@@ -297,6 +326,12 @@ fn planted_missed_wake_up() {
 #[ignore = "a planted bug: run by planted_bugs_are_caught, which expects it to fail"]
 fn planted_sleep_after_spin_unchecked() {
     group_commit_model(HandOff::SleepAfterSpinUnchecked);
+}
+
+#[test]
+#[ignore = "a planted bug: run by planted_bugs_are_caught, which expects it to fail"]
+fn planted_lead_while_leading() {
+    group_commit_model(HandOff::LeadWhileLeading);
 }
 
 // ---- The verified-block bits ---------------------------------------------------------

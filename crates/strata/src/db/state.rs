@@ -145,6 +145,9 @@ pub(super) struct State {
     pub(super) hole_passes: u64,
     pub(super) versions: VersionSet,
     pub(super) writers: VecDeque<Arc<Writer>>,
+    /// True while a leader commits groups (`write.rs`): the writer at the front of
+    /// `writers` then waits for its outcome instead of leading.
+    pub(super) leading: bool,
     pub(super) bg_error: Option<Error>,
     /// A flush or compaction that failed in a way that can pass, waiting to run again
     /// (see `background.rs`).
@@ -268,6 +271,7 @@ impl DbInner {
                 hole_passes: 0,
                 versions,
                 writers: VecDeque::new(),
+                leading: false,
                 bg_error: None,
                 bg_paused: None,
                 bg_retries: 0,

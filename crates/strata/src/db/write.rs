@@ -7,7 +7,9 @@
 //! are queued than there are cores) for the leader's signal, and a leader signals the
 //! members of its group and the next leader, waking only those that are asleep. So a
 //! writer alone never makes a wake-up system call, and two or three writers hand off
-//! without one.
+//! without one. A leader done with its own group goes on to lead the groups queued
+//! behind it (at most [`EXTRA_GROUPS`], while their writers are unsynced), so under a
+//! steady stream of writes the queue moves without waiting for a next leader to wake.
 //!
 //! Invariants:
 //! - W4 a synced write is acknowledged only after every older log still open is synced
@@ -17,6 +19,10 @@
 //!   directory fsync in the writer's way at every switch; the first synced write to the
 //!   log pays, as for a blob file). An unsynced write may be lost with its log's entry
 //!   in a power cut, as it may anyway; replay stops at the gap it leaves (C3).
+//! - W6 one leader at a time (D1): the writer at the front of the queue leads only while
+//!   `State::leading` is clear; a leader sets it on taking the lead, may commit further
+//!   groups for the writers queued behind its own (handing each its outcome), and clears
+//!   it and wakes the writer then at the front in one critical section.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -118,28 +124,64 @@ pub(super) fn write_checked(
         waiting: AtomicBool::new(false),
         signalled: AtomicBool::new(false),
     });
-    let st = match wait_to_lead(db, &me) {
+    let mut st = match wait_to_lead(db, &me) {
         Ok(st) => st,
         Err(outcome) => return outcome,
     };
+    st.leading = true;
     // The leader's own batch: nobody else reads it once it leads (`build_group` reads the
     // writers behind the leader only).
     let own = me.batch.lock().unwrap_or_else(|p| p.into_inner()).take();
+    let (mut st, result, group_size) = lead(db, st, &me, own);
+    hand_out(&mut st, Some(&me), group_size, &result);
+    // W6: lead the queue's next groups too, rather than wake a next leader and wait for it
+    // to run (a wake-up and a context switch in which nothing commits).
+    for _ in 0..EXTRA_GROUPS {
+        let Some(head) = st
+            .writers
+            .front()
+            .filter(|w| !w.sync && !w.is_switch)
+            .cloned()
+        else {
+            break;
+        };
+        let own = head.batch.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let (guard, r, n) = lead(db, st, &head, own);
+        st = guard;
+        hand_out(&mut st, None, n, &r);
+    }
+    st.leading = false;
+    if let Some(next) = st.writers.front() {
+        wake(next);
+    }
+    result
+}
+
+/// Most groups a leader commits for the queue after its own (W6): each adds to its own
+/// caller's wait (a group of small writes takes a few microseconds).
+const EXTRA_GROUPS: usize = 16;
+
+/// Commits the group `head` heads (the front of the queue, its batch `own` taken out):
+/// range deletes expanded, room made, the group written. Returns the guard, the group's
+/// outcome and how many writers it covers.
+#[inline]
+fn lead<'a>(
+    db: &'a DbInner,
+    st: MutexGuard<'a, State>,
+    head: &Writer,
+    own: Option<WriteBatch>,
+) -> (MutexGuard<'a, State>, Result<()>, usize) {
+    let force = head.is_switch;
     let (st, own) = match expand_ranges(db, st, own) {
         (st, Ok(own)) => (st, own),
-        (mut st, Err(e)) => {
-            hand_out(&mut st, &me, 1, &Err(e.clone()));
-            return Err(e);
-        }
+        (st, Err(e)) => return (st, Err(e), 1),
     };
     let (st, room) = make_room_for_write(db, st, force);
-    let (mut st, result, group_size) = if room.is_ok() && !force {
-        commit_group(db, st, &me, own.unwrap_or_default())
+    if room.is_ok() && !force {
+        commit_group(db, st, head, own.unwrap_or_default())
     } else {
         (st, room, 1)
-    };
-    hand_out(&mut st, &me, group_size, &result);
-    result
+    }
 }
 
 /// Expands the leader's range deletes into per-key deletes (`range_delete.rs`), with the
@@ -172,7 +214,7 @@ fn wait_to_lead<'a>(
     loop {
         // A writer at the front has no outcome yet: a leader hands one out only to the
         // writers it takes off the queue.
-        if st.writers.front().is_some_and(|f| Arc::ptr_eq(f, me)) {
+        if !st.leading && st.writers.front().is_some_and(|f| Arc::ptr_eq(f, me)) {
             return Ok(st);
         }
         if let Some(r) = outcome(me) {
@@ -302,7 +344,7 @@ fn commit_group<'a>(
 /// Hands `result` to every member of the leader's group, leader first, then wakes the
 /// next leader.
 #[inline]
-fn hand_out(st: &mut State, me: &Arc<Writer>, group_size: usize, result: &Result<()>) {
+fn hand_out(st: &mut State, me: Option<&Arc<Writer>>, group_size: usize, result: &Result<()>) {
     for _ in 0..group_size {
         let Some(w) = st.writers.pop_front() else {
             break;
@@ -312,13 +354,10 @@ fn hand_out(st: &mut State, me: &Arc<Writer>, group_size: usize, result: &Result
         if let Some(check) = &w.check {
             st.conflicts.end(check.snapshot);
         }
-        if !Arc::ptr_eq(&w, me) {
+        if !me.is_some_and(|me| Arc::ptr_eq(&w, me)) {
             finish(&w, result.clone());
             wake(&w);
         }
-    }
-    if let Some(next) = st.writers.front() {
-        wake(next);
     }
 }
 
