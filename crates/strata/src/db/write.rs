@@ -341,8 +341,9 @@ fn commit_group<'a>(
     (st, result, members)
 }
 
-/// Hands `result` to every member of the leader's group, leader first, then wakes the
-/// next leader.
+/// Hands `result` to every member of the group at the queue's front (`group_size`
+/// writers), and signals and wakes each but `me` (the leader's own writer, which returns
+/// the outcome itself).
 #[inline]
 fn hand_out(st: &mut State, me: Option<&Arc<Writer>>, group_size: usize, result: &Result<()>) {
     for _ in 0..group_size {
