@@ -327,8 +327,16 @@ fn commit_group<'a>(
         }
         Ok(()) if result.is_ok() => {
             st.versions.last_seqnum = last; // D2
-            if st.conflicts.tracking() {
-                record_writes(&mut st, &group, first); // TX1
+            // TX1: the group's own transactions end in this critical section
+            // (`hand_out`, under the same guard): only others need its records.
+            let ending = st
+                .writers
+                .iter()
+                .take(members)
+                .filter(|w| w.check.is_some())
+                .count();
+            if st.conflicts.tracking_beyond(ending) {
+                record_writes(&mut st, &group, first);
             }
         }
         // Logged but not in the memtable: seqnums would be reused. Stop writing.
