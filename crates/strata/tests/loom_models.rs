@@ -198,9 +198,10 @@ fn wake(w: &Writer) {
     }
 }
 
-/// `lead` and `hand_out`: the group is every writer queued now, headed by `head`; the
-/// mutex is let go for the log write and taken again; then each member but `me` (the
-/// leader's own writer, which returns its outcome itself) is handed `me.id` and signalled.
+/// `lead` and `hand_out`: the group is every writer queued now, headed by the one at
+/// the front; the mutex is let go for the log write and taken again; then each member
+/// but `me` (the leader's own writer, which returns its outcome itself) is handed
+/// `me.id` and signalled.
 fn commit_and_hand_out<'a>(
     state: &'a Mutex<Queue>,
     mut st: loom::sync::MutexGuard<'a, Queue>,
