@@ -117,6 +117,8 @@ struct Shard<V> {
     spares: Vec<Vec<u8>>,
     /// Fingerprints of keys missed while the shard was full (BC6); empty until then.
     door: Vec<u64>,
+    /// Lookups by readers ([`Cache::probe`]) so far, wrapping.
+    probes: u64,
 }
 
 /// What [`Cache::probe`] found for a block about to be read.
@@ -141,6 +143,7 @@ impl<V: Cached> Shard<V> {
             capacity,
             spares: Vec::new(),
             door: Vec::new(),
+            probes: 0,
         }
     }
 
@@ -315,6 +318,14 @@ impl<V: Cached> Cache<V> {
         self.capacity
     }
 
+    /// Lookups of blocks by readers that would fill the cache ([`Cache::probe`]) so far,
+    /// wrapping: a reader is using the cache when it moves.
+    pub fn probes(&self) -> u64 {
+        self.shards
+            .iter()
+            .fold(0u64, |sum, s| sum.wrapping_add(lock(s).probes))
+    }
+
     /// Bytes currently charged.
     pub fn usage(&self) -> usize {
         self.shards.iter().map(|s| lock(s).usage).sum()
@@ -332,6 +343,22 @@ impl<V: Cached> Cache<V> {
         self.shard(&key).get(&key)
     }
 
+    /// True if a block is cached under `(id, offset)`; does not mark it as used.
+    pub fn contains(&self, id: u64, offset: u64) -> bool {
+        let key = (id, offset);
+        self.shard(&key).map.contains_key(&key)
+    }
+
+    /// Drops the block cached under `(id, offset)`, if any (a reader holding it keeps it,
+    /// BC3).
+    pub fn erase(&self, id: u64, offset: u64) {
+        let key = (id, offset);
+        let mut shard = self.shard(&key);
+        if let Some(i) = shard.map.get(&key).map(|e| e.slot) {
+            shard.remove_index(i);
+        }
+    }
+
     /// One look at the shard of `(id, offset)` before a read that would fill the cache:
     /// the block if cached (marked recently used); else whether to cache it once read
     /// (BC6) and, if so, a buffer to read it into: the bytes of a block evicted earlier
@@ -340,6 +367,7 @@ impl<V: Cached> Cache<V> {
     pub fn probe(&self, id: u64, offset: u64) -> Probe<V> {
         let key = (id, offset);
         let mut shard = self.shard(&key);
+        shard.probes = shard.probes.wrapping_add(1);
         if let Some(block) = shard.get(&key) {
             Probe::Hit(block)
         } else if shard.admit(&key) {

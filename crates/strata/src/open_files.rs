@@ -65,9 +65,9 @@ impl<V: Clone> OpenFiles<V> {
         self.map.get(&number).map(|(file, _)| file)
     }
 
-    /// Closes file `number` if open.
-    pub(crate) fn remove(&mut self, number: u64) {
-        self.map.remove(&number);
+    /// Closes file `number` if open, returning it.
+    pub(crate) fn remove(&mut self, number: u64) -> Option<V> {
+        self.map.remove(&number).map(|(file, _)| file)
     }
 
     #[cfg(test)]

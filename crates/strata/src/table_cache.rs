@@ -4,8 +4,14 @@
 //! Opening a table reads its footer, index and filter; the cache keeps that work (and the
 //! file handle) for the next lookup. Tables are handed out as `Arc`s, so closing one only
 //! drops the cache's reference: readers holding it keep reading.
+//!
+//! Invariant:
+//! - J3 when a table's file is deleted ([`TableCache::evict`]), its data blocks leave the
+//!   block cache at once, so their room goes to live tables' blocks (a block a reader
+//!   holds stays alive for it, BC3).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::comparator::InternalOrder;
@@ -30,6 +36,9 @@ pub struct TableCache {
     /// The database's key order and filter policy.
     format: TableFormat,
     tables: Mutex<OpenFiles<Arc<Table>>>,
+    /// The block cache's [`BlockCache::probes`] when [`TableCache::read_since_asked`]
+    /// was last asked.
+    probes_seen: AtomicU64,
 }
 
 impl TableCache {
@@ -48,6 +57,7 @@ impl TableCache {
             block_cache,
             mapped,
             format,
+            probes_seen: AtomicU64::new(0),
             tables: Mutex::new(OpenFiles::new(capacity)),
         }
     }
@@ -74,6 +84,18 @@ impl TableCache {
         let table = Arc::new(table);
         self.lock().insert(number, Arc::clone(&table));
         Ok(table)
+    }
+
+    /// True if readers looked up blocks in the block cache since the last time this was
+    /// asked (J2: a flush caches its table only then).
+    pub fn read_since_asked(&self) -> bool {
+        let now = self.block_cache.probes();
+        self.probes_seen.swap(now, Ordering::Relaxed) != now
+    }
+
+    /// Table `number` if the cache holds it open, without opening it or marking it used.
+    pub fn peek(&self, number: u64) -> Option<Arc<Table>> {
+        self.lock().peek(number).cloned()
     }
 
     fn open(&self, number: u64, size: u64) -> Result<Table> {
@@ -156,9 +178,13 @@ impl TableCache {
         Ok(self.find(number, size)?.iter(reads))
     }
 
-    /// Forgets table `number` (its file is being deleted).
+    /// Forgets table `number` (its file is being deleted), and drops its blocks from the
+    /// block cache (J3).
     pub fn evict(&self, number: u64) {
-        self.lock().remove(number);
+        let table = self.lock().remove(number);
+        if let Some(t) = table {
+            t.drop_cached_blocks();
+        }
     }
 
     /// The block cache the tables share.

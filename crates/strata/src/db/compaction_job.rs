@@ -27,6 +27,7 @@ use super::flush::flush_memtable;
 use super::level_iter::LevelIter;
 use super::state::{DbInner, State};
 use super::table_file::{discard_table, referenced_blob_bytes};
+use super::warm_outputs::{self, WarmInputs};
 use crate::compaction::{Anchor, Compaction, Shard, shards, table_end_anchors};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
@@ -48,7 +49,7 @@ struct Output {
     plain: bool,
 }
 
-fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
+fn open_output(db: &DbInner, first_key: &[u8], warm: &WarmInputs) -> Result<Output> {
     let number = {
         let mut st = db.lock();
         let n = st.versions.new_file_number();
@@ -62,9 +63,13 @@ fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
             return Err(e);
         }
     };
+    let mut builder = TableBuilder::new(file, db.options.table_options());
+    if warm.0 {
+        builder.keep_compressed_blocks(); // J2
+    }
     Ok(Output {
         number,
-        builder: TableBuilder::new(file, db.options.table_options()),
+        builder,
         smallest: first_key.to_vec(),
         largest: Vec::new(),
         blob_bytes: 0,
@@ -77,14 +82,16 @@ fn open_output(db: &DbInner, first_key: &[u8]) -> Result<Output> {
 type SyncQueue = mpsc::Sender<Box<dyn WritableFile>>;
 
 /// Finishes `out` and queues it to be synced (J1: the merge goes on while the disk
-/// works; every sync is done before the compaction's edit can name the table).
+/// works; every sync is done before the compaction's edit can name the table), and
+/// caches the blocks of it that readers were using in the inputs (J2).
 fn finish_output(db: &DbInner, out: Output, to_sync: &SyncQueue) -> Result<FileMetaData> {
-    let (file, size) = out.builder.finish()?;
+    let (file, size, kept) = out.builder.finish_keeping()?;
     if let Err(mpsc::SendError(mut file)) = to_sync.send(file) {
         file.sync()?; // no syncer thread: sync here
     }
     // The new table must be readable before the manifest names it.
-    db.table_cache.find(out.number, size)?;
+    let table = db.table_cache.find(out.number, size)?;
+    warm_outputs::warm(&table, kept);
     Ok(FileMetaData {
         number: out.number,
         size,
@@ -524,6 +531,7 @@ fn merge_entries(
     let out_err = Failure::of_table_write;
     let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
     seek_shard_start(&mut input, shard);
+    let warm = WarmInputs::of(db, c, &db.warm_outputs);
     let mut current: Option<Output> = None;
     // The user key of the previous entry (`has_current_user_key`: there was one); the
     // buffer is reused, not allocated per entry.
@@ -575,7 +583,7 @@ fn merge_entries(
         }
         if !drop_entry {
             if current.is_none() {
-                let out = open_output(db, ikey).map_err(out_err)?;
+                let out = open_output(db, ikey, &warm).map_err(out_err)?;
                 numbers.push(out.number);
                 current = Some(out);
             }

@@ -43,9 +43,10 @@ pub(super) fn flush_memtable<'a>(
         .map(|(&n, &(refs, bytes))| (n, refs, bytes))
         .collect();
     let writers = st.older_blobs.clone();
+    let warm = super::warm_outputs::flush_warms(db, &db.warm_outputs);
     drop(st);
     let started = Instant::now();
-    let built = build_flushed_table(db, &imm, number, &blob_files, &writers);
+    let built = build_flushed_table(db, &imm, number, &blob_files, &writers, warm);
     st = db.lock();
     st.pending_outputs.remove(&number);
     let meta = match built {
@@ -111,8 +112,9 @@ fn build_flushed_table(
     number: u64,
     blob_files: &[(u64, u64, u64)],
     writers: &[(u64, super::state::SharedBlobWriter)],
+    warm: bool,
 ) -> Result<Option<crate::version::FileMetaData>, Failure> {
-    let meta = write_table_from(db, imm, number).map_err(Failure::of_table_write)?;
+    let meta = write_table_from(db, imm, number, warm).map_err(Failure::of_table_write)?;
     if meta.is_some() {
         sync_new_table(db, number).map_err(Failure::Stop)?;
     } else {

@@ -62,6 +62,7 @@ mod state;
 mod table_file;
 mod transaction;
 mod verify;
+mod warm_outputs;
 mod write;
 
 pub use pinned::PinnedSlice;

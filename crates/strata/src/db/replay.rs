@@ -307,7 +307,7 @@ fn flush_recovered(db: &DbInner, mem: &Arc<MemTable>, edit: &mut VersionEdit) ->
         return Ok(());
     }
     let number = db.lock().versions.new_file_number();
-    if let Some(meta) = write_table_from(db, mem, number)? {
+    if let Some(meta) = write_table_from(db, mem, number, false)? {
         sync_new_table(db, number)?;
         // Recovered tables go to level 0: they may overlap each other.
         edit.new_files.push((0, meta));

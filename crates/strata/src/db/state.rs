@@ -194,6 +194,8 @@ pub(crate) struct DbInner {
     /// True while a full memtable waits for its flush (read without the lock by
     /// a running compaction, which then flushes first).
     pub(super) has_imm: AtomicBool,
+    /// The last compaction cached its outputs' blocks (J2, `warm_outputs.rs`).
+    pub(super) warm_outputs: AtomicBool,
     /// Opened with `Db::open_read_only`: writes and background work are refused, and
     /// nothing in the directory is ever written.
     pub(super) read_only: bool,
@@ -293,6 +295,7 @@ impl DbInner {
             holes_cv: Condvar::new(),
             shutting_down: AtomicBool::new(false),
             has_imm: AtomicBool::new(false),
+            warm_outputs: AtomicBool::new(false),
             read_only,
             _lock: lock,
             options,

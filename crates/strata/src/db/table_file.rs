@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::iter::Cursor;
 use crate::key;
 use crate::memtable::MemTable;
-use crate::sstable::{TableBuilder, TableOptions};
+use crate::sstable::{KeptBlock, TableBuilder, TableOptions};
 use crate::version::FileMetaData;
 
 /// Writes the entries `keep` accepts from `it` (positioned at the first) into table
@@ -27,8 +27,31 @@ pub(super) fn build_table(
     keep: &mut dyn FnMut(&[u8], &[u8]) -> bool,
     max_bytes: u64,
 ) -> Result<Option<FileMetaData>> {
+    let built = build_table_keeping(env, path, options, number, it, keep, max_bytes, false)?;
+    Ok(built.map(|(meta, _)| meta))
+}
+
+/// [`build_table`], keeping its data blocks stored compressed when `keep_blocks`
+/// ([`TableBuilder::keep_compressed_blocks`]).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "build_table's, and the blocks to keep"
+)]
+fn build_table_keeping(
+    env: &dyn Env,
+    path: &Path,
+    options: TableOptions,
+    number: u64,
+    it: &mut dyn Cursor,
+    keep: &mut dyn FnMut(&[u8], &[u8]) -> bool,
+    max_bytes: u64,
+    keep_blocks: bool,
+) -> Result<Option<(FileMetaData, Vec<KeptBlock>)>> {
     let result = (|| {
         let mut builder = TableBuilder::new(env.new_writable(path)?, options);
+        if keep_blocks {
+            builder.keep_compressed_blocks();
+        }
         let (mut smallest, mut largest) = (Vec::new(), Vec::new());
         let mut blob_bytes = 0;
         let mut plain = true;
@@ -47,16 +70,19 @@ pub(super) fn build_table(
             it.next();
         }
         it.status()?;
-        let (mut file, size) = builder.finish()?;
+        let (mut file, size, kept) = builder.finish_keeping()?;
         file.sync()?;
-        Ok((!smallest.is_empty()).then_some(FileMetaData {
-            number,
-            size,
-            smallest,
-            largest,
-            blob_bytes,
-            plain,
-        }))
+        Ok((!smallest.is_empty()).then_some((
+            FileMetaData {
+                number,
+                size,
+                smallest,
+                largest,
+                blob_bytes,
+                plain,
+            },
+            kept,
+        )))
     })();
     if !matches!(result, Ok(Some(_))) {
         let _ = env.remove_file(path);
@@ -86,6 +112,7 @@ pub(super) fn write_table_from(
     db: &DbInner,
     mem: &Arc<MemTable>,
     number: u64,
+    warm: bool,
 ) -> Result<Option<FileMetaData>> {
     let mut it = mem.iter();
     it.seek_to_first();
@@ -94,7 +121,7 @@ pub(super) fn write_table_from(
     }
     let path = db.table_path(number);
     let options = db.options.table_options();
-    let Some(meta) = build_table(
+    let Some((meta, kept)) = build_table_keeping(
         db.env.as_ref(),
         &path,
         options,
@@ -102,13 +129,17 @@ pub(super) fn write_table_from(
         &mut it,
         &mut |_, _| true,
         u64::MAX,
+        warm,
     )?
     else {
         return Ok(None);
     };
-    if let Err(e) = db.table_cache.find(number, meta.size) {
-        discard_table(db, number);
-        return Err(e);
+    match db.table_cache.find(number, meta.size) {
+        Ok(table) => super::warm_outputs::warm(&table, kept),
+        Err(e) => {
+            discard_table(db, number);
+            return Err(e);
+        }
     }
     Ok(Some(meta))
 }

@@ -277,6 +277,25 @@ pub fn touch_lines(bytes: &[u8]) {
     std::hint::black_box(acc);
 }
 
+/// Checks the trailer of the block at `handle` where it lies in the mapped `file`:
+/// `Ok(false)` when the file is not mapped or the block runs past the map (nothing was
+/// checked), an error when the checksum does not match.
+pub fn check_in_place(
+    file: &dyn RandomAccessFile,
+    file_name: &str,
+    handle: BlockHandle,
+) -> Result<bool> {
+    let Some(stored) = usize::try_from(handle.size)
+        .ok()
+        .and_then(|size| size.checked_add(BLOCK_TRAILER_SIZE))
+        .and_then(|n| file.map_range(handle.offset, n))
+    else {
+        return Ok(false);
+    };
+    check_trailer(file_name, handle, &stored)?;
+    Ok(true)
+}
+
 /// The block at `handle` as bytes of the mapped `file`, read in place, its trailer
 /// checked when `verify_checksum`: `Ok(None)` when the file is not mapped, the block is
 /// compressed or its handle runs past the map (a caller then reads it with

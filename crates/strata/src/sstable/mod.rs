@@ -43,4 +43,4 @@ pub use format::Compression;
 #[cfg(feature = "internals")]
 pub use format::{BlockHandle, Footer};
 pub use table::{BlockReads, Table, TableFormat, TableIter};
-pub use table_builder::{TableBuilder, TableOptions};
+pub use table_builder::{KeptBlock, TableBuilder, TableOptions};

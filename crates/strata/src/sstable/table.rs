@@ -5,6 +5,7 @@
 //! by many readers (`&self` everywhere).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::block::{Block, BlockIter, BlockRef, BlockSlice};
 use super::fences::Found;
@@ -99,6 +100,9 @@ pub struct Table {
     cache: Option<(Arc<BlockCache>, u64)>,
     /// For a mapped file: the data blocks already checked (`verified.rs`, T4).
     verified: Option<Verified>,
+    /// Data blocks this table has put into the block cache (read or warmed), ever: a
+    /// table that never cached one holds none there (J2 asks it nothing).
+    cached_blocks: AtomicU64,
 }
 
 impl std::fmt::Debug for Table {
@@ -154,6 +158,7 @@ impl Table {
             metaindex: footer.metaindex,
             cache: None,
             verified,
+            cached_blocks: AtomicU64::new(0),
         };
         if let Some(policy) = &format.filter {
             table.filter = table.read_filter(policy)?;
@@ -346,8 +351,77 @@ impl Table {
             .map_err(|e| e.located(&self.name, handle.offset))?;
         if admit && let Some((cache, id)) = &self.cache {
             cache.insert(*id, handle.offset, Arc::clone(&block));
+            self.cached_blocks.fetch_add(1, Ordering::Relaxed);
         }
         Ok(block)
+    }
+
+    /// How many of this table's data blocks the block cache holds, and how many it has
+    /// (J2). (0, 0) for a table that never cached a block: it is not looked at.
+    pub fn cached_share(&self) -> (usize, usize) {
+        let Some((cache, id)) = &self.cache else {
+            return (0, 0);
+        };
+        if self.cached_blocks.load(Ordering::Relaxed) == 0 {
+            return (0, 0);
+        }
+        let (mut cached, mut blocks) = (0, 0);
+        let mut index = self.index.iter(self.order.clone());
+        index.seek_to_first();
+        while index.valid() {
+            if let Ok(handle) = BlockHandle::decode_exact(index.value()) {
+                blocks += 1;
+                cached += usize::from(cache.contains(*id, handle.offset));
+            }
+            index.next();
+        }
+        (cached, blocks)
+    }
+
+    /// Drops every data block of this table from the block cache (J3: its file is being
+    /// deleted, and the cache's room goes to live tables' blocks instead of waiting for
+    /// the clock to reach them). Nothing to do for a table that never cached a block.
+    pub fn drop_cached_blocks(&self) {
+        let Some((cache, id)) = &self.cache else {
+            return;
+        };
+        if self.cached_blocks.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        let mut index = self.index.iter(self.order.clone());
+        index.seek_to_first();
+        while index.valid() {
+            if let Ok(handle) = BlockHandle::decode_exact(index.value()) {
+                cache.erase(*id, handle.offset);
+            }
+            index.next();
+        }
+    }
+
+    /// True if this table has ever put a data block into the block cache.
+    pub fn has_cached_blocks(&self) -> bool {
+        self.cache.is_some() && self.cached_blocks.load(Ordering::Relaxed) > 0
+    }
+
+    /// Puts `contents`, the uncompressed contents of the data block at `handle` that the
+    /// table's writer kept (`KeptBlock`), into the block cache as a read would have (J2),
+    /// so that its first reader neither reads nor
+    /// decompresses it. The stored block's checksum is checked first, where it lies in
+    /// the map, and the block marked checked (T4), as a read does; a block whose check
+    /// fails is left out, for the first read to report. Nothing is done without a cache
+    /// or for a file that is not mapped (its stored bytes would have to be read back).
+    pub fn warm(&self, handle: BlockHandle, contents: Vec<u8>) {
+        let (Some((cache, id)), Some(marks)) = (&self.cache, &self.verified) else {
+            return;
+        };
+        match format::check_in_place(self.file.as_ref(), &self.name, handle) {
+            Ok(true) => marks.insert(None, handle.offset, Stored::Compressed),
+            Ok(false) | Err(_) => return,
+        }
+        if let Ok(decoded) = Self::decode_block(&self.order, contents, true) {
+            cache.insert(*id, handle.offset, Arc::new(decoded));
+            self.cached_blocks.fetch_add(1, Ordering::Relaxed);
+        }
     }
 
     /// The first entry at or after `ikey` in the data block that would hold it; `None`

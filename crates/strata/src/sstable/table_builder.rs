@@ -67,6 +67,20 @@ pub struct TableBuilder<W: WritableFile + ?Sized> {
     snappy: snap::raw::Encoder,
     /// Where the last early writeback was started ([`WRITEBACK_EVERY`]).
     writeback_at: u64,
+    /// The data blocks stored compressed, for the block cache
+    /// ([`TableBuilder::keep_compressed_blocks`]); `None`: none kept.
+    kept: Option<Vec<KeptBlock>>,
+}
+
+/// A data block the builder stored compressed, as a reader would find it after
+/// decompressing it: for the block cache, so that readers of a table a compaction just
+/// wrote do not read and decompress it again (`docs/design.md`, J2).
+#[derive(Debug)]
+pub struct KeptBlock {
+    /// Where the block lies in the table.
+    pub handle: BlockHandle,
+    /// Its contents, uncompressed.
+    pub contents: Vec<u8>,
 }
 
 impl<W: WritableFile + ?Sized> std::fmt::Debug for TableBuilder<W> {
@@ -98,7 +112,15 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
             compressed: Vec::new(),
             snappy: snap::raw::Encoder::new(),
             writeback_at: 0,
+            kept: None,
         }
+    }
+
+    /// From here on, keeps a copy of each data block it stores compressed, returned by
+    /// [`TableBuilder::finish_keeping`]. A block stored uncompressed is not kept: a mapped
+    /// table's reader reads it in place, never through the cache.
+    pub fn keep_compressed_blocks(&mut self) {
+        self.kept.get_or_insert_with(Vec::new);
     }
 
     /// Adds an entry. Requires: `ikey` is after every key added so far (T1).
@@ -144,14 +166,26 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
 
     fn write_data_block(&mut self) -> Result<BlockHandle> {
         let mut block = std::mem::replace(&mut self.data_block, BlockBuilder::new(1));
-        let handle = self.write_block(&mut block);
+        let written = self.write_stored(&mut block);
+        if let (Ok((handle, Compression::Snappy)), Some(kept)) = (&written, &mut self.kept) {
+            // `finish` was called by `write_stored`; it returns the same contents again.
+            kept.push(KeptBlock {
+                handle: *handle,
+                contents: block.finish().to_vec(),
+            });
+        }
         block.reset();
         self.data_block = block;
-        handle
+        written.map(|(handle, _)| handle)
     }
 
     /// Finishes `block`, compresses it when that saves at least 1/8, and writes it.
     fn write_block(&mut self, block: &mut BlockBuilder) -> Result<BlockHandle> {
+        self.write_stored(block).map(|(handle, _)| handle)
+    }
+
+    /// [`TableBuilder::write_block`], and how the block was stored.
+    fn write_stored(&mut self, block: &mut BlockBuilder) -> Result<(BlockHandle, Compression)> {
         let raw = block.finish();
         if self.options.compression == Compression::Snappy {
             self.compressed
@@ -162,10 +196,11 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
                 let compressed = std::mem::take(&mut self.compressed);
                 let handle = self.write_raw_block(&compressed[..n], Compression::Snappy);
                 self.compressed = compressed;
-                return handle;
+                return handle.map(|h| (h, Compression::Snappy));
             }
         }
         self.write_raw_block(raw, Compression::None)
+            .map(|h| (h, Compression::None))
     }
 
     fn write_raw_block(&mut self, contents: &[u8], ty: Compression) -> Result<BlockHandle> {
@@ -191,7 +226,13 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
 
     /// Writes the filter, metaindex and index blocks and the footer; flushes (does not
     /// sync) the file. Returns the file and its final size.
-    pub fn finish(mut self) -> Result<(Box<W>, u64)> {
+    pub fn finish(self) -> Result<(Box<W>, u64)> {
+        self.finish_keeping().map(|(file, size, _)| (file, size))
+    }
+
+    /// [`TableBuilder::finish`], and the data blocks kept
+    /// ([`TableBuilder::keep_compressed_blocks`]; none if it was not called).
+    pub fn finish_keeping(mut self) -> Result<(Box<W>, u64, Vec<KeptBlock>)> {
         self.flush_data_block()?;
         let filter_handle = match self.filter.take() {
             Some(mut f) => Some(self.write_raw_block(f.finish(), Compression::None)?),
@@ -212,7 +253,7 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
         self.file.append(&footer)?;
         self.offset += footer.len() as u64;
         self.file.flush()?;
-        Ok((self.file, self.offset))
+        Ok((self.file, self.offset, self.kept.unwrap_or_default()))
     }
 
     /// Entries added so far.
