@@ -117,10 +117,11 @@ pub struct Flags {
     #[arg(long = "blob_file_size")]
     pub blob_file_size: Option<usize>,
     /// The `strata-blob` engine: store blob values Snappy-compressed when that saves an
-    /// eighth or more (`Options::blob_compression`; on by default for this engine, whose
-    /// column shows Strata's large-value mode as recommended); `rocksdb-blob`: its
-    /// `blob_compression_type` Snappy.
-    #[arg(long = "blob_compression", default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
+    /// eighth or more (`Options::blob_compression`; off by default, as in the engine:
+    /// raw values are read in place and were faster to write once and to read, Snappy
+    /// faster to overwrite and compact, `docs/results/2026-12-02-blob-compression`);
+    /// `rocksdb-blob`: its `blob_compression_type` Snappy when set, none otherwise.
+    #[arg(long = "blob_compression", default_value = "false", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]
     pub blob_compression: bool,
     /// Block compression (Snappy).
     #[arg(long, default_value = "true", num_args = 0..=1, default_missing_value = "true", value_parser = parse_bool)]

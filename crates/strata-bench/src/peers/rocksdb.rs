@@ -182,7 +182,7 @@ fn check(err: *mut c_char) -> Result<()> {
 /// Opens RocksDB databases: `rocksdb`, or with `blob` `rocksdb-blob`, RocksDB's integrated
 /// BlobDB (`enable_blob_files`: values of at least `--blob_threshold` bytes written to blob
 /// files at flush, garbage collected by compactions with RocksDB's default age cutoff,
-/// Snappy per `--blob_compression`), the peer of `strata-blob`.
+/// Snappy when `--blob_compression` is set), the peer of `strata-blob`.
 ///
 /// With [`Transactions::Optimistic`], `rocksdb-optimistic`: the database opened as
 /// RocksDB's `OptimisticTransactionDB`, whose transactions read with `GetForUpdate` (so
