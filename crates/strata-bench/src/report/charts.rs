@@ -35,7 +35,8 @@ const LINES: [RGBColor; 16] = [
     RGBColor(0x8c, 0x6d, 0x31),
     RGBColor(0x84, 0x3c, 0x39),
     RGBColor(0x7b, 0x41, 0x73),
-    RGBColor(0x00, 0x00, 0x00),
+    // Not black: the axes are drawn black, and a line must not share their colour.
+    RGBColor(0x6b, 0x6e, 0xcf),
 ];
 
 /// What one bar of a workload's chart shows.
