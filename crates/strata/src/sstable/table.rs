@@ -398,11 +398,6 @@ impl Table {
         }
     }
 
-    /// True if this table has ever put a data block into the block cache.
-    pub fn has_cached_blocks(&self) -> bool {
-        self.cache.is_some() && self.cached_blocks.load(Ordering::Relaxed) > 0
-    }
-
     /// Puts `contents`, the uncompressed contents of the data block at `handle` that the
     /// table's writer kept (`KeptBlock`), into the block cache as a read would have (J2),
     /// so that its first reader neither reads nor

@@ -226,6 +226,7 @@ impl<W: WritableFile + ?Sized> TableBuilder<W> {
 
     /// Writes the filter, metaindex and index blocks and the footer; flushes (does not
     /// sync) the file. Returns the file and its final size.
+    #[cfg(any(test, feature = "internals"))]
     pub fn finish(self) -> Result<(Box<W>, u64)> {
         self.finish_keeping().map(|(file, size, _)| (file, size))
     }
