@@ -96,7 +96,7 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
     merged.seek_to_first();
     let mut at_or_below =
         |ikey: &[u8], _: &[u8]| ParsedInternalKey::parse(ikey).is_some_and(|p| p.seqnum <= seq);
-    if let Some(meta) = build_table(
+    if let Some((meta, _)) = build_table(
         env,
         &filename::table(dest, number),
         db.options.table_options(),
@@ -104,6 +104,7 @@ pub(super) fn checkpoint(db: &DbInner, dest: &Path) -> Result<u64> {
         &mut merged,
         &mut at_or_below,
         u64::MAX,
+        false,
     )? {
         edit.new_files.push((0, meta));
     }

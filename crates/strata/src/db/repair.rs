@@ -193,7 +193,9 @@ impl<'a> Repairer<'a> {
             it,
             keep,
             max_bytes,
+            false,
         )
+        .map(|built| built.map(|(meta, _)| meta))
     }
 
     /// Salvages every readable record of every log into a table of its own.

@@ -18,26 +18,13 @@ use crate::version::FileMetaData;
 /// Writes the entries `keep` accepts from `it` (positioned at the first) into table
 /// `number` at `path`, until the cursor ends or the table reaches `max_bytes`, and syncs
 /// it. `None`, and no file left, if nothing was kept; on an error the file is removed.
-pub(super) fn build_table(
-    env: &dyn Env,
-    path: &Path,
-    options: TableOptions,
-    number: u64,
-    it: &mut dyn Cursor,
-    keep: &mut dyn FnMut(&[u8], &[u8]) -> bool,
-    max_bytes: u64,
-) -> Result<Option<FileMetaData>> {
-    let built = build_table_keeping(env, path, options, number, it, keep, max_bytes, false)?;
-    Ok(built.map(|(meta, _)| meta))
-}
-
-/// [`build_table`], keeping its data blocks stored compressed when `keep_blocks`
-/// ([`TableBuilder::keep_compressed_blocks`]).
+/// With `keep_blocks`, the data blocks it stores compressed are kept and returned beside
+/// its metadata ([`TableBuilder::keep_compressed_blocks`]; J2).
 #[expect(
     clippy::too_many_arguments,
-    reason = "build_table's, and the blocks to keep"
+    reason = "the table's place, its entries, and the blocks to keep"
 )]
-fn build_table_keeping(
+pub(super) fn build_table(
     env: &dyn Env,
     path: &Path,
     options: TableOptions,
@@ -121,7 +108,7 @@ pub(super) fn write_table_from(
     }
     let path = db.table_path(number);
     let options = db.options.table_options();
-    let Some((meta, kept)) = build_table_keeping(
+    let Some((meta, kept)) = build_table(
         db.env.as_ref(),
         &path,
         options,
