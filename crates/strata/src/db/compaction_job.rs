@@ -27,7 +27,7 @@ use super::flush::flush_memtable;
 use super::level_iter::LevelIter;
 use super::state::{DbInner, State};
 use super::table_file::{discard_table, referenced_blob_bytes};
-use super::warm_outputs::{self, WarmInputs};
+use super::warm_outputs;
 use crate::compaction::{Anchor, Compaction, Shard, shards, table_end_anchors};
 use crate::env::WritableFile;
 use crate::error::{Error, Result};
@@ -49,7 +49,7 @@ struct Output {
     plain: bool,
 }
 
-fn open_output(db: &DbInner, first_key: &[u8], warm: &WarmInputs) -> Result<Output> {
+fn open_output(db: &DbInner, first_key: &[u8], warm: bool) -> Result<Output> {
     let number = {
         let mut st = db.lock();
         let n = st.versions.new_file_number();
@@ -64,7 +64,7 @@ fn open_output(db: &DbInner, first_key: &[u8], warm: &WarmInputs) -> Result<Outp
         }
     };
     let mut builder = TableBuilder::new(file, db.options.table_options());
-    if warm.0 {
+    if warm {
         builder.keep_compressed_blocks(); // J2
     }
     Ok(Output {
@@ -531,7 +531,7 @@ fn merge_entries(
     let out_err = Failure::of_table_write;
     let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
     seek_shard_start(&mut input, shard);
-    let warm = WarmInputs::of(db, c, &db.warm_outputs);
+    let warm = warm_outputs::compaction_warms(db, c);
     let mut current: Option<Output> = None;
     // The user key of the previous entry (`has_current_user_key`: there was one); the
     // buffer is reused, not allocated per entry.
@@ -583,7 +583,7 @@ fn merge_entries(
         }
         if !drop_entry {
             if current.is_none() {
-                let out = open_output(db, ikey, &warm).map_err(out_err)?;
+                let out = open_output(db, ikey, warm).map_err(out_err)?;
                 numbers.push(out.number);
                 current = Some(out);
             }

@@ -43,7 +43,7 @@ pub(super) fn flush_memtable<'a>(
         .map(|(&n, &(refs, bytes))| (n, refs, bytes))
         .collect();
     let writers = st.older_blobs.clone();
-    let warm = super::warm_outputs::flush_warms(db, &db.warm_outputs);
+    let warm = super::warm_outputs::flush_warms(db);
     drop(st);
     let started = Instant::now();
     let built = build_flushed_table(db, &imm, number, &blob_files, &writers, warm);

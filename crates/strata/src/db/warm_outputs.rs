@@ -19,7 +19,7 @@
 //!   read checks them before it is cached (T4 stays true for it), and one that fails is
 //!   left for the first read to report.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::state::DbInner;
 use crate::compaction::Compaction;
@@ -31,37 +31,33 @@ use crate::sstable::{KeptBlock, Table};
 /// same 8 MB cache (a tenth of them) lost 11-15 % when every compaction kept its blocks.
 pub(super) const WARM_SHARE: (usize, usize) = (1, 2);
 
-/// Whether a compaction keeps its outputs' blocks (J2), decided when it begins.
-pub(super) struct WarmInputs(pub(super) bool);
-
-impl WarmInputs {
-    /// Decides for `c` from the share of its input tables' blocks the cache holds now, and
-    /// records the decision for the flushes that follow.
-    pub(super) fn of(db: &DbInner, c: &Compaction, last: &AtomicBool) -> Self {
-        let (mut cached, mut blocks) = (0, 0);
-        for f in c.inputs.iter().flatten() {
-            let (c, b) = db
-                .table_cache
-                .peek(f.number)
-                .map_or((0, 0), |t| t.cached_share());
-            cached += c;
-            // A table that was never read counts as cold, by its size in 4 KiB blocks.
-            blocks += if b > 0 {
-                b
-            } else {
-                (f.size / 4096).max(1) as usize
-            };
-        }
-        let warm = cached * WARM_SHARE.1 >= blocks * WARM_SHARE.0 && cached > 0;
-        last.store(warm, Ordering::Relaxed);
-        WarmInputs(warm)
+/// Whether compaction `c` keeps its outputs' blocks (J2): decided when it begins, from the
+/// share of its input tables' blocks the cache holds now, and recorded for the flushes
+/// that follow.
+pub(super) fn compaction_warms(db: &DbInner, c: &Compaction) -> bool {
+    let (mut cached, mut blocks) = (0, 0);
+    for f in c.inputs.iter().flatten() {
+        let (c, b) = db
+            .table_cache
+            .peek(f.number)
+            .map_or((0, 0), |t| t.cached_share());
+        cached += c;
+        // A table that was never read counts as cold, by its size in 4 KiB blocks.
+        blocks += if b > 0 {
+            b
+        } else {
+            (f.size / 4096).max(1) as usize
+        };
     }
+    let warm = cached * WARM_SHARE.1 >= blocks * WARM_SHARE.0 && cached > 0;
+    db.warm_outputs.store(warm, Ordering::Relaxed);
+    warm
 }
 
 /// True if a flush caches its table (J2): the last compaction did, and readers looked up
 /// blocks since the last flush asked.
-pub(super) fn flush_warms(db: &DbInner, last: &AtomicBool) -> bool {
-    db.table_cache.read_since_asked() && last.load(Ordering::Relaxed)
+pub(super) fn flush_warms(db: &DbInner) -> bool {
+    db.table_cache.read_since_asked() && db.warm_outputs.load(Ordering::Relaxed)
 }
 
 /// Caches `blocks`, kept by the builder of `table` (J2).

@@ -357,24 +357,20 @@ impl Table {
     }
 
     /// How many of this table's data blocks the block cache holds, and how many it has
-    /// (J2). (0, 0) for a table that never cached a block: it is not looked at.
+    /// (J2). (0, 0) for a table that never cached a block, or whose file is not mapped
+    /// (its blocks are never warmed, [`Table::warm`]): it is not looked at.
     pub fn cached_share(&self) -> (usize, usize) {
-        let Some((cache, id)) = &self.cache else {
+        let (Some((cache, id)), Some(_)) = (&self.cache, &self.verified) else {
             return (0, 0);
         };
         if self.cached_blocks.load(Ordering::Relaxed) == 0 {
             return (0, 0);
         }
         let (mut cached, mut blocks) = (0, 0);
-        let mut index = self.index.iter(self.order.clone());
-        index.seek_to_first();
-        while index.valid() {
-            if let Ok(handle) = BlockHandle::decode_exact(index.value()) {
-                blocks += 1;
-                cached += usize::from(cache.contains(*id, handle.offset));
-            }
-            index.next();
-        }
+        self.each_data_block(|offset| {
+            blocks += 1;
+            cached += usize::from(cache.contains(*id, offset));
+        });
         (cached, blocks)
     }
 
@@ -388,11 +384,17 @@ impl Table {
         if self.cached_blocks.load(Ordering::Relaxed) == 0 {
             return;
         }
+        self.each_data_block(|offset| cache.erase(*id, offset));
+    }
+
+    /// Calls `f` with the offset of each data block the index names (an entry whose handle
+    /// does not decode is passed over).
+    fn each_data_block(&self, mut f: impl FnMut(u64)) {
         let mut index = self.index.iter(self.order.clone());
         index.seek_to_first();
         while index.valid() {
             if let Ok(handle) = BlockHandle::decode_exact(index.value()) {
-                cache.erase(*id, handle.offset);
+                f(handle.offset);
             }
             index.next();
         }
