@@ -141,7 +141,8 @@ pub struct Options {
     pub blob_gc_ratio: f64,
     /// Give a dropped blob value's disk space back without moving anything (default
     /// on): once no reader can reach a value whose ref a compaction dropped, the whole
-    /// filesystem blocks inside its record are freed (`FALLOC_FL_PUNCH_HOLE`; X6). A file
+    /// filesystem blocks inside its record, and those it shares with dead neighbours, are
+    /// freed (`FALLOC_FL_PUNCH_HOLE`; X6). A file
     /// then counts only the garbage its holes did not free against `blob_gc_ratio`, and is
     /// still collected by moving once three quarters of its bytes are garbage, so that
     /// files do not multiply. Off: garbage takes space until its file is collected or dies.

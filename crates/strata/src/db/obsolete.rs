@@ -103,6 +103,7 @@ pub(super) fn delete_obsolete_files<'a>(
                 db.blobs.evict(n);
                 st.blob_freed.remove(&n);
                 st.blob_holed.remove(&n);
+                st.blob_dead.remove(&n);
             }
             _ => {}
         }

@@ -139,6 +139,10 @@ pub(super) struct State {
     /// records given to holes since open): garbage collection does not count them
     /// against `blob_gc_ratio`.
     pub(super) blob_holed: HashMap<u64, u64>,
+    /// Per blob file, the garbage records given to the hole thread since open, joined
+    /// where side by side (start -> end): nothing reads their bytes any more (X6), so a
+    /// later hole beside them may cover the blocks they share (`blob_holes.rs`).
+    pub(super) blob_dead: HashMap<u64, BTreeMap<u64, u64>>,
     /// A background step ended with holes waiting: the hole thread looks.
     pub(super) holes_due: bool,
     /// Times the hole thread has looked for holes to punch.
@@ -269,6 +273,7 @@ impl DbInner {
                 holes: Vec::new(),
                 blob_freed: HashMap::new(),
                 blob_holed: HashMap::new(),
+                blob_dead: HashMap::new(),
                 holes_due: false,
                 hole_passes: 0,
                 versions,
