@@ -22,10 +22,6 @@ pub struct Compaction {
     pub edit: VersionEdit,
     /// Target size of an output table.
     pub max_output_file_size: u64,
-    /// Move every value a kept blob ref points to into the compaction's own blob files
-    /// (in key order), whatever its file's garbage: set for the in-place compaction of
-    /// the deepest level that `compact_range` ends with.
-    pub move_all_blobs: bool,
 }
 
 fn total_size(files: &[Arc<FileMeta>]) -> u64 {
@@ -60,7 +56,6 @@ impl Compaction {
             version,
             edit: VersionEdit::default(),
             max_output_file_size: max_file_size,
-            move_all_blobs: false,
         }
     }
 
@@ -205,7 +200,6 @@ pub fn in_place_compaction(
     add_boundary_inputs(&version.order, &version.levels[level], &mut inputs);
     let mut c = Compaction::new(level - 1, Arc::clone(version), max_file_size);
     c.inputs[1] = inputs;
-    c.move_all_blobs = true;
     if level + 1 < NUM_LEVELS {
         let range = key_range(&version.order, &c.inputs[1]);
         let (lo, hi) = user_bounds(&range);

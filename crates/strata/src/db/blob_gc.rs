@@ -7,9 +7,12 @@
 //! - A ref into a blob file whose garbage (the bytes of refs compactions dropped) has
 //!   reached `Options::blob_gc_ratio` of its bytes is *moved*: its value is copied into a
 //!   blob file the compaction writes, in key order, and the output holds the new ref.
-//! - The in-place compaction of the deepest level that `Db::compact_range` ends with moves
-//!   every value, so that after it values sit in key order (scans read blob files front to
-//!   back) and no garbage is left in the range.
+//! - The in-place compaction of the deepest level that `Db::compact_range` ends with
+//!   follows the same two rules: every ref in the range passes through it, values stay in
+//!   files whose garbage is below the ratio (their garbage's space comes back through
+//!   holes). Moving every value, as it once did, made `compact_range` 4-8x slower and
+//!   the next random reads slower (each moved value is read and checked afresh), for no
+//!   space (`docs/results/2026-12-02-compact-range-blobs/`).
 //! - Either way the old ref counts as garbage of its file; once all of a file's refs are
 //!   garbage the file is dead and deleted (X3). Before that, its record's space is given
 //!   back by a hole (`blob_holes.rs`, `Options::blob_punch_holes`): the rewriter lists
@@ -41,8 +44,6 @@ pub(super) struct BlobRewriter<'a> {
     db: &'a DbInner,
     /// The blob files of the compaction's version, with their garbage so far.
     files: &'a BTreeMap<u64, BlobFileMeta>,
-    /// Move every kept ref's value (`Compaction::move_all_blobs`).
-    move_all: bool,
     writer: Option<BlobWriter>,
     /// Refs and record bytes written to the current writer.
     counts: (u64, u64),
@@ -75,12 +76,10 @@ impl<'a> BlobRewriter<'a> {
         db: &'a DbInner,
         files: &'a BTreeMap<u64, BlobFileMeta>,
         holed: &'a std::collections::HashMap<u64, u64>,
-        move_all: bool,
     ) -> Self {
         BlobRewriter {
             db,
             files,
-            move_all,
             writer: None,
             counts: (0, 0),
             written: Vec::new(),
@@ -116,9 +115,6 @@ impl<'a> BlobRewriter<'a> {
         let threshold = self.db.options.blob_threshold;
         if threshold == 0 || (r.raw_len() as usize) < threshold {
             return Action::Inline;
-        }
-        if self.move_all {
-            return Action::Move;
         }
         let ratio = self.db.options.blob_gc_ratio;
         match self.files.get(&r.file) {

@@ -433,7 +433,7 @@ fn merge_inputs(
     to_sync: &SyncQueue,
     out: &mut ShardResult,
 ) -> std::result::Result<(), Failure> {
-    let mut blobs = BlobRewriter::new(db, &c.version.blob_files, holed, c.move_all_blobs);
+    let mut blobs = BlobRewriter::new(db, &c.version.blob_files, holed);
     let merged = merge_entries(
         db,
         c,

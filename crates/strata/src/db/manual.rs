@@ -31,7 +31,8 @@ pub(super) fn flush(db: &DbInner) -> Result<()> {
 /// `Db::compact_range`: flush, then compact each level holding data in the range. While
 /// blob files exist, the deepest level holding data is then compacted into itself, so
 /// that every ref in the range passes through a compaction: one that inlines values (the
-/// threshold off or raised) or moves them out of collectable blob files.
+/// threshold off or raised) or moves them out of collectable blob files (`blob_gc.rs`);
+/// other values stay where they are.
 pub(super) fn compact_range(db: &DbInner, begin: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
     flush(db)?;
     let (max_level, blobs) = {
