@@ -169,12 +169,13 @@ fn reads_iterators_snapshots_and_reopen_with(options: Options) {
     assert!(report.blob_values > 0, "{report:?}");
     assert!(report.unreferenced.is_empty(), "{report:?}");
     // Compression switched: refs say how their values are stored, so both kinds read,
-    // and a compaction moves both.
+    // and a compaction moves both (a ratio of 0 collects every file, clean ones too).
     drop(db);
     let db = Db::open(
         &dir,
         Options {
             blob_compression: !compressed,
+            blob_gc_ratio: 0.0,
             ..options()
         },
     )
@@ -513,8 +514,6 @@ fn more_blob_files_than_open_file_slots_all_read() {
     }
 }
 
-/// Garbage collection cuts the blob files it writes at `blob_file_size`, a setting of its
-/// own (the write buffer sizes memtables only).
 /// `compact_range` moves no value out of a blob file whose garbage is below the ratio:
 /// the files stay as they are, and every value reads the same (the compaction passed
 /// every ref through, reopening finds them all).
@@ -541,6 +540,8 @@ fn compact_range_leaves_values_of_clean_blob_files_where_they_are() {
     db.verify().unwrap();
 }
 
+/// Garbage collection cuts the blob files it writes at `blob_file_size`, a setting of its
+/// own (the write buffer sizes memtables only).
 #[test]
 fn garbage_collection_cuts_its_blob_files_at_blob_file_size() {
     let tmp = tempfile::tempdir().unwrap();

@@ -179,8 +179,8 @@ pub fn range_compaction(
 
 /// A compaction of the tables of `level` over the user-key range back into `level`
 /// itself, for a level with no data below it in the range (the deepest): every entry is
-/// rewritten, which is how blob refs there are inlined or moved (`db/blob_gc.rs`: all of
-/// them, so values end up in key order and every garbage byte is dropped). It is
+/// rewritten, so every blob ref there passes through `db/blob_gc.rs`'s rules (inlined
+/// below the threshold, moved out of a file whose garbage reached the ratio). It is
 /// expressed as a compaction of `level - 1` with no input from that level. `None` if
 /// nothing overlaps the range, or for level 0.
 pub fn in_place_compaction(

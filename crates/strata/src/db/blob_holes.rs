@@ -121,6 +121,9 @@ struct Ready {
     holes: Vec<(u64, u64)>,
     /// Bytes of those blocks that earlier holes did not already free.
     fresh: u64,
+    /// What `queue_holes` counted in `State::blob_holed` for these records (their own
+    /// holes), taken back if the filesystem makes none.
+    credited: u64,
 }
 
 /// Takes from `st.holes` the records no reader can reach any more (X6), per blob file;
@@ -158,9 +161,15 @@ fn take_ready(db: &DbInner, st: &mut State) -> Vec<Ready> {
     ready
         .into_iter()
         .map(|(file, mut records)| {
+            let credited = holes(&mut records).iter().map(|h| h.1).sum();
             let dead = st.blob_dead.entry(file).or_default();
             let (holes, fresh) = join_dead(dead, &mut records);
-            Ready { file, holes, fresh }
+            Ready {
+                file,
+                holes,
+                fresh,
+                credited,
+            }
         })
         .collect()
 }
@@ -275,7 +284,7 @@ pub(super) fn punch_ready_holes<'a>(
         } else if let Some(h) = st.blob_holed.get_mut(&r.file) {
             // No hole (the filesystem cannot, the file is shared): garbage collection
             // counts these records again.
-            *h = h.saturating_sub(r.fresh);
+            *h = h.saturating_sub(r.credited);
         }
     }
     st
