@@ -10,10 +10,11 @@
 //! inside a run of garbage records side by side, joined with the garbage of the same file
 //! given to holes before (`State::blob_dead`), so a hole never touches a record something
 //! may still read, and the block two dead neighbours share is freed too however far apart
-//! they died (a file whose records all died then leaves its unlink few extents to free). The hole thread is not the background thread because a hole is dear (about
-//! 130 µs for a 100 KB record on this machine's ext4, more than writing the value): on
-//! the background thread, holes held up the flushes writers wait for, and overwrites
-//! took twice as long as fills.
+//! they died (a file whose records all died then leaves its unlink few extents to free).
+//! The hole thread is not the background thread because a hole is dear (about 130 µs
+//! for a 100 KB record on this machine's ext4, more than writing the value): on the
+//! background thread, holes held up the flushes writers wait for, and overwrites took
+//! twice as long as fills.
 //!
 //! Invariant:
 //! - X6 A blob record's bytes are punched only when nothing can read them: its ref was

@@ -256,6 +256,8 @@ fn merge_shards(
 ) -> (ShardResult, usize) {
     let min_bytes = 4 * c.max_output_file_size;
     let max = db.options.max_subcompactions;
+    // J2: decided once, as the compaction begins, for all its shards.
+    let warm = warm_outputs::compaction_warms(db, c);
     let mut all = shards(c, max, min_bytes, || index_anchors(db, c)).into_iter();
     // `shards` returns at least one; the whole range in the database's order otherwise.
     let first = all
@@ -276,6 +278,7 @@ fn merge_shards(
                 shard,
                 smallest_snapshot,
                 holed,
+                warm,
                 flushes,
                 &abort,
                 &to_sync,
@@ -418,6 +421,8 @@ fn seek_shard_start(input: &mut MergingIter, shard: &Shard) {
 /// The merge of one shard. Errors reading the inputs are final (damaged or unreadable
 /// data is not retried); errors writing the outputs may pass ([`Failure::of_table_write`]).
 /// Only the shard run with `flushes` (on the background thread) flushes a waiting memtable.
+/// With `warm`, the outputs' blocks go into the block cache (J2, decided once for the
+/// whole compaction).
 #[expect(
     clippy::too_many_arguments,
     reason = "the merge's inputs, its sync queue and its outputs"
@@ -428,6 +433,7 @@ fn merge_inputs(
     mut shard: Shard,
     smallest_snapshot: u64,
     holed: &HashMap<u64, u64>,
+    warm: bool,
     flushes: bool,
     abort: &AtomicBool,
     to_sync: &SyncQueue,
@@ -439,6 +445,7 @@ fn merge_inputs(
         c,
         &mut shard,
         smallest_snapshot,
+        warm,
         flushes,
         abort,
         to_sync,
@@ -521,6 +528,7 @@ fn merge_entries(
     c: &Compaction,
     shard: &mut Shard,
     smallest_snapshot: u64,
+    warm: bool,
     flushes: bool,
     abort: &AtomicBool,
     to_sync: &SyncQueue,
@@ -531,7 +539,6 @@ fn merge_entries(
     let out_err = Failure::of_table_write;
     let mut input = input_cursor(db, c).map_err(Failure::Stop)?;
     seek_shard_start(&mut input, shard);
-    let warm = warm_outputs::compaction_warms(db, c);
     let mut current: Option<Output> = None;
     // The user key of the previous entry (`has_current_user_key`: there was one); the
     // buffer is reused, not allocated per entry.
