@@ -8,6 +8,8 @@
 #
 # Prints one line per run (system, clients, writes/s, p50 us, p99 us, failed puts) and, at
 # the end, per client count the median of the paired ratios (strata-kv over etcd).
+# NODE=PATH runs that strata-kv-node binary (another build, for an A/B) instead of this
+# tree's.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 rounds=${1:-5}
@@ -17,9 +19,9 @@ clients=("$@")
 [ ${#clients[@]} -gt 0 ] || clients=(16 64 256)
 
 command -v etcd > /dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server > /dev/null; }
-cargo build -q --release -p strata-openraft --bin strata-kv-node
+[ -n "${NODE:-}" ] || cargo build -q --release -p strata-openraft --bin strata-kv-node
 (cd scripts/kv-bench && go build -o ../../target/kv-bench .)
-node=target/release/strata-kv-node
+node=${NODE:-target/release/strata-kv-node}
 bench=target/kv-bench
 
 work=$(mktemp -d /var/tmp/kv-bench.XXXXXX)
