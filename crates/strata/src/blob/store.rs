@@ -25,7 +25,8 @@
 //! `Options::max_open_files`), and `MAPS_PER_SLOT` times as many mapped files, which hold
 //! no descriptor (the file is closed once mapped, as a table's is); opening one more
 //! closes the least recently read of its kind. A reader in the middle of a read holds its
-//! file through an `Arc`, so closing never pulls a file from under a read. (With holes in
+//! file's entry through an `Arc` (one count to take and drop per read, not one per handle
+//! inside), so closing never pulls a file from under a read. (With holes in
 //! place of moves, values stay in the files they were written to, so a scan in key order
 //! reads from hundreds of files in turn: with 2 GB of 100 KB values, 489 files, and 247
 //! kept open, scans took twice as long, each value reopening and mapping its file.)
@@ -50,8 +51,7 @@ const CHECK_ONCE_MIN: u32 = 4 << 10;
 const MAPS_PER_SLOT: usize = 16;
 
 /// How one blob file is read.
-#[derive(Clone)]
-struct Open {
+pub(super) struct Open {
     /// Read with `pread`.
     file: Arc<dyn RandomAccessFile>,
     /// The file's map, once it is complete (sealed) and maps are on.
@@ -102,9 +102,9 @@ impl std::fmt::Debug for BlobView {
 
 struct Files {
     /// Files open with a descriptor (not mapped), the least recently read closed first.
-    open: OpenFiles<Open>,
+    open: OpenFiles<Arc<Open>>,
     /// Mapped files (no descriptor), the least recently read closed first.
-    mapped: OpenFiles<Open>,
+    mapped: OpenFiles<Arc<Open>>,
     /// Files a writer still appends to.
     writing: std::collections::HashSet<u64>,
     /// Every map made of each file and perhaps still held (by a [`BlobView`] or a read
@@ -149,7 +149,7 @@ impl BlobStore {
         self.files.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn open(&self, number: u64) -> Result<Open> {
+    pub(super) fn open(&self, number: u64) -> Result<Arc<Open>> {
         let mut files = self.lock();
         if let Some(f) = files.mapped.get(number) {
             return Ok(f);
@@ -164,7 +164,7 @@ impl BlobStore {
         } else {
             None
         };
-        let open = match map {
+        let open = Arc::new(match map {
             // A map reads with `pread`'s semantics too, and holds no descriptor.
             Some(m) => Open {
                 file: Arc::clone(&m),
@@ -176,15 +176,15 @@ impl BlobStore {
                 map: None,
                 checked: Default::default(),
             },
-        };
+        });
         match &open.map {
             Some(m) => {
                 let maps = files.maps.entry(number).or_default();
                 maps.retain(|w| w.strong_count() > 0);
                 maps.push(Arc::downgrade(m));
-                files.mapped.insert(number, open.clone());
+                files.mapped.insert(number, Arc::clone(&open));
             }
-            None => files.open.insert(number, open.clone()),
+            None => files.open.insert(number, Arc::clone(&open)),
         }
         Ok(open)
     }
@@ -412,12 +412,17 @@ impl BlobStore {
     }
 
     /// Whether anyone but the store holds a map of blob file `number`: a [`BlobView`]
-    /// (which may show a record whose ref has since been dropped) or a read in progress.
-    /// Holes in the file wait while one does (X6).
+    /// (which may show a record whose ref has since been dropped), or a read in progress
+    /// (which holds the store's entry, or an entry closed since). Holes in the file wait
+    /// while one does (X6).
     pub fn in_use(&self, number: u64) -> bool {
         let mut guard = self.lock();
         let files = &mut *guard;
         let own = files.mapped.peek(number);
+        // A read in progress holds the store's entry itself.
+        if own.is_some_and(|o| Arc::strong_count(o) > 1) {
+            return true;
+        }
         let Some(maps) = files.maps.get_mut(&number) else {
             return false;
         };

@@ -102,6 +102,24 @@ fn a_file_is_in_use_while_a_view_of_it_lives() {
 }
 
 #[test]
+fn a_file_is_in_use_while_a_read_holds_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
+    let file = env.new_writable(&filename::blob(tmp.path(), 3)).unwrap();
+    let mut w = BlobWriter::new(file, 3).unwrap();
+    let r = w.add(b"k", &[7u8; 5000]).unwrap();
+    w.flush().unwrap();
+    let store = BlobStore::new(env, tmp.path().to_path_buf(), true, 1);
+    assert_eq!(store.read(b"k", &r.encode()).unwrap(), vec![7u8; 5000]);
+    assert!(!store.in_use(3), "open, and nobody holds it");
+    // What a read holds between finding its file and finishing with the record.
+    let reading = store.open(3).unwrap();
+    assert!(store.in_use(3), "a read in progress holds it");
+    drop(reading);
+    assert!(!store.in_use(3));
+}
+
+#[test]
 fn values_read_back_through_their_refs() {
     let big = vec![0xAB; 100_000];
     let (_env, store, refs) =
