@@ -79,8 +79,9 @@ fn mapped_files_are_kept_apart_and_bounded_too() {
     );
 }
 
-#[test]
-fn a_file_is_in_use_while_a_view_of_it_lives() {
+/// A store over blob file 3 on disk (so that it is mapped), holding one record: key `k`,
+/// 5,000 bytes of 7.
+fn mapped_store() -> (tempfile::TempDir, BlobStore, BlobRef) {
     let tmp = tempfile::tempdir().unwrap();
     let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
     let file = env.new_writable(&filename::blob(tmp.path(), 3)).unwrap();
@@ -88,6 +89,12 @@ fn a_file_is_in_use_while_a_view_of_it_lives() {
     let r = w.add(b"k", &[7u8; 5000]).unwrap();
     w.flush().unwrap();
     let store = BlobStore::new(env, tmp.path().to_path_buf(), true, 1);
+    (tmp, store, r)
+}
+
+#[test]
+fn a_file_is_in_use_while_a_view_of_it_lives() {
+    let (_tmp, store, r) = mapped_store();
     assert!(!store.in_use(3), "never opened");
     assert_eq!(store.read(b"k", &r.encode()).unwrap(), vec![7u8; 5000]);
     assert!(!store.in_use(3), "open, and nobody holds it");
@@ -103,13 +110,7 @@ fn a_file_is_in_use_while_a_view_of_it_lives() {
 
 #[test]
 fn a_file_is_in_use_while_a_read_holds_it() {
-    let tmp = tempfile::tempdir().unwrap();
-    let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
-    let file = env.new_writable(&filename::blob(tmp.path(), 3)).unwrap();
-    let mut w = BlobWriter::new(file, 3).unwrap();
-    let r = w.add(b"k", &[7u8; 5000]).unwrap();
-    w.flush().unwrap();
-    let store = BlobStore::new(env, tmp.path().to_path_buf(), true, 1);
+    let (_tmp, store, r) = mapped_store();
     assert_eq!(store.read(b"k", &r.encode()).unwrap(), vec![7u8; 5000]);
     assert!(!store.in_use(3), "open, and nobody holds it");
     // What a read holds between finding its file and finishing with the record.
