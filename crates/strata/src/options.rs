@@ -144,7 +144,8 @@ pub struct Options {
     /// filesystem blocks inside its record, and those it shares with dead neighbours, are
     /// freed (`FALLOC_FL_PUNCH_HOLE`; X6). A file then counts only the garbage its holes
     /// did not free against `blob_gc_ratio`, and is still collected by moving once three
-    /// quarters of its bytes are garbage, so that files do not multiply. Off: garbage takes space until its file is collected or dies.
+    /// quarters of its bytes are garbage, so that files do not multiply. Off: garbage
+    /// takes space until its file is collected or dies.
     pub blob_punch_holes: bool,
     /// Store blob values Snappy-compressed (each one whose compressed form is at least an
     /// eighth smaller; others stay raw). Off by default; used only with a
