@@ -25,11 +25,13 @@
 //!   checked at every read (`store.rs`).
 
 mod file;
+mod scan;
 mod store;
 
 #[cfg(test)]
 pub use file::BLOB_MAGIC;
 pub use file::{BlobWriter, decode_record, decode_split, record_header_len};
+pub use scan::ScanFiles;
 pub use store::{BlobStore, BlobView};
 
 use crate::coding::{Decoder, put_varint32, put_varint64};

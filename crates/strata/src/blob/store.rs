@@ -62,6 +62,11 @@ pub(super) struct Open {
 }
 
 impl Open {
+    /// The file's mapped bytes, when it is read through a map.
+    pub(super) fn mapped(&self) -> Option<&[u8]> {
+        self.map.as_ref().and_then(|m| m.mapped())
+    }
+
     /// How many of this entry's handles are the map `w` (a mapped file's `file` is its
     /// map).
     fn holds(&self, w: &Weak<dyn RandomAccessFile>) -> usize {
@@ -255,18 +260,7 @@ impl BlobStore {
             return Ok(None); // compressed: decompressed into a buffer
         }
         let open = self.open(r.file).map_err(self.located(r.file))?;
-        let Some(map) = open.map.as_ref().filter(|m| m.mapped().is_some()) else {
-            return Ok(None);
-        };
-        // Checks the record where it lies (X2, X5); the value is the record's tail.
-        self.read_ref(user_key, &r, &open, &mut Vec::new())
-            .map_err(self.located(r.file))?;
-        let end = r.offset as usize + r.record_len as usize;
-        Ok(Some(BlobView {
-            map: Arc::clone(map),
-            start: end - r.value_len as usize,
-            end,
-        }))
+        view_in(user_key, &r, &open).map_err(self.located(r.file))
     }
 
     /// [`BlobStore::view`] where it gives one, else the value read into `out` as
@@ -277,14 +271,13 @@ impl BlobStore {
         encoded_ref: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<Option<BlobView>> {
-        match self.view(user_key, encoded_ref)? {
-            Some(view) => Ok(Some(view)),
-            None => self.read_into(user_key, encoded_ref, out).map(|()| None),
-        }
+        let r = BlobRef::decode(encoded_ref)?;
+        let open = self.open(r.file).map_err(self.located(r.file))?;
+        view_or_read_in(user_key, &r, &open, out).map_err(self.located(r.file))
     }
 
     /// Names blob file `number` in an error.
-    fn located(&self, number: u64) -> impl Fn(Error) -> Error + '_ {
+    pub(super) fn located(&self, number: u64) -> impl Fn(Error) -> Error + '_ {
         move |e| e.located(&filename::blob(&self.dir, number).display().to_string(), 0)
     }
 
@@ -294,19 +287,8 @@ impl BlobStore {
     /// places with `out`, so that in a scan neither allocates nor zeroes.
     pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let r = BlobRef::decode(encoded_ref)?;
-        if r.raw_len.is_none() {
-            return self.read_with(user_key, &r, out, keep_stored);
-        }
-        self.read_with(user_key, &r, out, |r, stored, out| match stored {
-            Stored::Mapped(v) => decompress(r, v, out),
-            Stored::InBuffer => {
-                let mut plain = SPARE.take();
-                let decoded = decompress(r, out, &mut plain);
-                std::mem::swap(out, &mut plain);
-                SPARE.set(plain);
-                decoded
-            }
-        })
+        let open = self.open(r.file).map_err(self.located(r.file))?;
+        read_into_in(user_key, &r, &open, out).map_err(self.located(r.file))
     }
 
     /// The value `encoded_ref` points to as its record stores it (compressed if the ref
@@ -334,72 +316,10 @@ impl BlobStore {
     ) -> Result<()> {
         self.open(r.file)
             .and_then(|open| {
-                let stored = self.read_ref(user_key, r, &open, buf)?;
+                let stored = read_ref(user_key, r, &open, buf)?;
                 finish(r, stored, buf)
             })
             .map_err(self.located(r.file))
-    }
-
-    /// [`BlobStore::read_with`]'s read and checks.
-    fn read_ref<'m>(
-        &self,
-        user_key: &[u8],
-        r: &BlobRef,
-        open: &'m Open,
-        out: &mut Vec<u8>,
-    ) -> Result<Stored<'m>> {
-        let (start, end) = (r.offset as usize, r.offset as usize + r.record_len as usize);
-        if let Some(map) = open.map.as_ref().and_then(|m| m.mapped()) {
-            if end > map.len() {
-                return Err(Error::corruption(
-                    "",
-                    r.offset,
-                    format!(
-                        "blob record of {} bytes runs past the end of the file",
-                        r.record_len
-                    ),
-                ));
-            }
-            let record = &map[start..end];
-            let once = r.value_len >= CHECK_ONCE_MIN;
-            let mark = (r.offset, r.record_len);
-            let checked = once && lock_checked(&open.checked).contains(&mark);
-            let (key, value) = decode_record_checking(r, record, !checked)?;
-            check_key(r, key, user_key)?;
-            if once && !checked {
-                lock_checked(&open.checked).insert(mark);
-            }
-            return Ok(Stored::Mapped(value));
-        }
-        // The value straight into `out`, the header and key beside it: no copy after.
-        let head_len = record_header_len(user_key.len(), r.value_len as usize) + user_key.len();
-        if head_len + r.value_len as usize == r.record_len as usize {
-            let mut head = vec![0; head_len];
-            read_exact(open.file.as_ref(), r.offset, &mut head)?;
-            // Read over a buffer as long as it already is (only growth is zeroed).
-            let n = r.value_len as usize;
-            if out.len() < n {
-                out.resize(n, 0);
-            }
-            read_exact(
-                open.file.as_ref(),
-                r.offset + head_len as u64,
-                &mut out[..n],
-            )?;
-            let key = decode_split(r, &head, &out[..n])?;
-            check_key(r, key, user_key)?;
-            return Ok(Stored::InBuffer);
-        }
-        // Not this key's record (its key has another length): read it whole to say how.
-        let mut record = vec![0; r.record_len as usize];
-        read_exact(open.file.as_ref(), r.offset, &mut record)?;
-        let (key, _) = decode_record(r, &record)?;
-        check_key(r, key, user_key)?;
-        Err(Error::corruption(
-            "",
-            r.offset,
-            "blob record's layout does not match its ref",
-        ))
     }
 
     /// Forgets blob file `number` (its file is being deleted).
@@ -412,9 +332,9 @@ impl BlobStore {
     }
 
     /// Whether anyone but the store holds a map of blob file `number`: a [`BlobView`]
-    /// (which may show a record whose ref has since been dropped), or a read in progress
-    /// (which holds the store's entry, or an entry closed since). Holes in the file wait
-    /// while one does (X6).
+    /// (which may show a record whose ref has since been dropped), a read in progress
+    /// (which holds the store's entry, or an entry closed since), or a scan that keeps
+    /// the file (`blob/scan.rs`). Holes in the file wait while one does (X6).
     pub fn in_use(&self, number: u64) -> bool {
         let mut guard = self.lock();
         let files = &mut *guard;
@@ -430,6 +350,117 @@ impl BlobStore {
         maps.iter()
             .any(|w| w.strong_count() > own.map_or(0, |o| o.holds(w)))
     }
+}
+
+/// [`BlobStore::view`] in `open`: `None` for a value stored compressed or a file not
+/// mapped.
+fn view_in(user_key: &[u8], r: &BlobRef, open: &Open) -> Result<Option<BlobView>> {
+    if r.raw_len.is_some() {
+        return Ok(None);
+    }
+    let Some(map) = open.map.as_ref().filter(|m| m.mapped().is_some()) else {
+        return Ok(None);
+    };
+    // Checks the record where it lies (X2, X5); the value is the record's tail.
+    read_ref(user_key, r, open, &mut Vec::new())?;
+    let end = r.offset as usize + r.record_len as usize;
+    Ok(Some(BlobView {
+        map: Arc::clone(map),
+        start: end - r.value_len as usize,
+        end,
+    }))
+}
+
+/// [`BlobStore::view_or_read_into`] in `open`.
+pub(super) fn view_or_read_in(
+    user_key: &[u8],
+    r: &BlobRef,
+    open: &Open,
+    out: &mut Vec<u8>,
+) -> Result<Option<BlobView>> {
+    match view_in(user_key, r, open)? {
+        Some(view) => Ok(Some(view)),
+        None => read_into_in(user_key, r, open, out).map(|()| None),
+    }
+}
+
+/// [`BlobStore::read_into`] in `open`.
+fn read_into_in(user_key: &[u8], r: &BlobRef, open: &Open, out: &mut Vec<u8>) -> Result<()> {
+    let stored = read_ref(user_key, r, open, out)?;
+    if r.raw_len.is_none() {
+        return keep_stored(r, stored, out);
+    }
+    match stored {
+        Stored::Mapped(v) => decompress(r, v, out),
+        Stored::InBuffer => {
+            let mut plain = SPARE.take();
+            let decoded = decompress(r, out, &mut plain);
+            std::mem::swap(out, &mut plain);
+            SPARE.set(plain);
+            decoded
+        }
+    }
+}
+
+/// [`BlobStore::read_with`]'s read and checks.
+fn read_ref<'m>(
+    user_key: &[u8],
+    r: &BlobRef,
+    open: &'m Open,
+    out: &mut Vec<u8>,
+) -> Result<Stored<'m>> {
+    let (start, end) = (r.offset as usize, r.offset as usize + r.record_len as usize);
+    if let Some(map) = open.map.as_ref().and_then(|m| m.mapped()) {
+        if end > map.len() {
+            return Err(Error::corruption(
+                "",
+                r.offset,
+                format!(
+                    "blob record of {} bytes runs past the end of the file",
+                    r.record_len
+                ),
+            ));
+        }
+        let record = &map[start..end];
+        let once = r.value_len >= CHECK_ONCE_MIN;
+        let mark = (r.offset, r.record_len);
+        let checked = once && lock_checked(&open.checked).contains(&mark);
+        let (key, value) = decode_record_checking(r, record, !checked)?;
+        check_key(r, key, user_key)?;
+        if once && !checked {
+            lock_checked(&open.checked).insert(mark);
+        }
+        return Ok(Stored::Mapped(value));
+    }
+    // The value straight into `out`, the header and key beside it: no copy after.
+    let head_len = record_header_len(user_key.len(), r.value_len as usize) + user_key.len();
+    if head_len + r.value_len as usize == r.record_len as usize {
+        let mut head = vec![0; head_len];
+        read_exact(open.file.as_ref(), r.offset, &mut head)?;
+        // Read over a buffer as long as it already is (only growth is zeroed).
+        let n = r.value_len as usize;
+        if out.len() < n {
+            out.resize(n, 0);
+        }
+        read_exact(
+            open.file.as_ref(),
+            r.offset + head_len as u64,
+            &mut out[..n],
+        )?;
+        let key = decode_split(r, &head, &out[..n])?;
+        check_key(r, key, user_key)?;
+        return Ok(Stored::InBuffer);
+    }
+    // Not this key's record (its key has another length): read it whole to say how.
+    let mut record = vec![0; r.record_len as usize];
+    read_exact(open.file.as_ref(), r.offset, &mut record)?;
+    let (key, _) = decode_record(r, &record)?;
+    check_key(r, key, user_key)?;
+    Err(Error::corruption(
+        "",
+        r.offset,
+        "blob record's layout does not match its ref",
+    ))
 }
 
 fn lock_checked(

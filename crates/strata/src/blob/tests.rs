@@ -121,6 +121,89 @@ fn a_file_is_in_use_while_a_read_holds_it() {
 }
 
 #[test]
+fn a_file_a_scan_keeps_is_in_use_until_the_scan_ends() {
+    let (_tmp, store, r) = mapped_store();
+    let mut files = ScanFiles::default();
+    let mut out = Vec::new();
+    let view = files
+        .read_into(&store, b"k", &r.encode(), &mut out)
+        .unwrap()
+        .unwrap();
+    assert_eq!(&view[..], &[7u8; 5000][..]);
+    drop(view);
+    assert!(store.in_use(3), "the scan keeps it");
+    // A key the record does not hold is still an error through the kept entry.
+    let e = files
+        .read_into(&store, b"j", &r.encode(), &mut out)
+        .unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    drop(files);
+    assert!(!store.in_use(3), "the scan ended");
+}
+
+#[test]
+fn a_scan_reads_through_its_own_entry_once_the_store_let_go() {
+    let (_tmp, store, r) = mapped_store();
+    let mut files = ScanFiles::default();
+    let mut out = Vec::new();
+    files
+        .read_into(&store, b"k", &r.encode(), &mut out)
+        .unwrap();
+    store.evict(3);
+    let again = files
+        .read_into(&store, b"k", &r.encode(), &mut out)
+        .unwrap()
+        .unwrap();
+    assert_eq!(&again[..], &[7u8; 5000][..]);
+    assert_eq!(store.open_files(), 0, "read without the store");
+}
+
+#[test]
+fn a_scan_keeps_no_file_read_without_a_map() {
+    let (tmp, _, r) = mapped_store();
+    let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
+    let store = BlobStore::new(env, tmp.path().to_path_buf(), false, 1);
+    let mut files = ScanFiles::default();
+    let mut out = Vec::new();
+    let view = files
+        .read_into(&store, b"k", &r.encode(), &mut out)
+        .unwrap();
+    assert!(view.is_none(), "read with pread");
+    assert_eq!(out, vec![7u8; 5000]);
+    assert!(!store.in_use(3), "a descriptor is not kept");
+}
+
+#[test]
+fn asking_ahead_for_any_ref_changes_nothing() {
+    let (_tmp, store, r) = mapped_store();
+    let mut files = ScanFiles::default();
+    let mut out = Vec::new();
+    files.ask(&r.encode()); // not kept yet
+    files
+        .read_into(&store, b"k", &r.encode(), &mut out)
+        .unwrap();
+    let past_the_end = BlobRef {
+        offset: 1 << 40,
+        ..r
+    };
+    let other_file = BlobRef { file: 67, ..r }; // the same slot, another file
+    for bytes in [
+        r.encode(),
+        past_the_end.encode(),
+        other_file.encode(),
+        b"not a ref".to_vec(),
+        Vec::new(),
+    ] {
+        files.ask(&bytes);
+    }
+    let view = files
+        .read_into(&store, b"k", &r.encode(), &mut out)
+        .unwrap()
+        .unwrap();
+    assert_eq!(&view[..], &[7u8; 5000][..]);
+}
+
+#[test]
 fn values_read_back_through_their_refs() {
     let big = vec![0xAB; 100_000];
     let (_env, store, refs) =

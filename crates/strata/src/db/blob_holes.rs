@@ -25,7 +25,7 @@
 //!   flushed memtable of the file's WAL is still held by a reader (a lookup may have
 //!   found the ref there before it reached a table), and no view or read holds the
 //!   file's map (`BlobStore::in_use`: a `BlobView` handed out before the ref was dropped
-//!   keeps its bytes). A record that met these once stays unreadable (its ref never comes
+//!   keeps its bytes; an iterator keeps the maps it read from, `blob/scan.rs`). A record that met these once stays unreadable (its ref never comes
 //!   back; a view taken later cannot reach it), so a hole may span records that met them
 //!   in earlier passes. A file with other hard links (a checkpoint's) is never punched
 //!   (`Env::punch_holes`). Holes are recorded nowhere: after a crash a punched record may

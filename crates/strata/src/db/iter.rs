@@ -14,7 +14,7 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::blob::BlobStore;
+use crate::blob::{BlobStore, ScanFiles};
 use crate::comparator::InternalOrder;
 use crate::error::{Error, Result};
 use crate::iter::{Cursor, MergingIter};
@@ -45,6 +45,9 @@ pub struct DbIterator {
     /// before `blob_value` and `saved_value`).
     blob_view: Option<crate::blob::BlobView>,
     blobs: Arc<BlobStore>,
+    /// The blob files this cursor has read from: read again without the store's lock,
+    /// and, going forward, the next value's record asked for while this one is read.
+    files: ScanFiles,
     err: Option<Error>,
     /// Keeps the tables the merge reads from being deleted (V3).
     version: Arc<Version>,
@@ -75,6 +78,7 @@ impl DbIterator {
             blob_shown: false,
             blob_view: None,
             blobs,
+            files: ScanFiles::default(),
             inner,
             seqnum,
             direction: Direction::Forward,
@@ -141,7 +145,9 @@ impl DbIterator {
                             self.saved_key.extend_from_slice(p.user_key);
                             self.blob_shown = false;
                             if p.ty == ValueType::BlobRef {
-                                match self.blobs.view_or_read_into(
+                                self.ask_ahead();
+                                match self.files.read_into(
+                                    &self.blobs,
                                     p.user_key,
                                     self.inner.value(),
                                     &mut self.blob_value,
@@ -165,6 +171,24 @@ impl DbIterator {
         }
         self.saved_key.clear();
         self.valid = false;
+    }
+
+    /// Asks for the record of the next entry's value, when the merge shows it is a ref
+    /// (a hint: it may be an older version, or a later entry).
+    fn ask_ahead(&self) {
+        let Some(hint) = self.inner.next_hint() else {
+            return;
+        };
+        let tag = hint
+            .key_tail
+            .len()
+            .checked_sub(8)
+            .and_then(|at| hint.key_tail.get(at..));
+        if let Some(tag) = tag
+            && tag[0] == ValueType::BlobRef as u8
+        {
+            self.files.ask(hint.value);
+        }
     }
 
     fn find_prev_user_entry(&mut self) {
@@ -199,7 +223,8 @@ impl DbIterator {
             self.direction = Direction::Forward;
         } else if value_type == ValueType::BlobRef {
             // Only the newest visible version's ref is followed.
-            match self.blobs.view_or_read_into(
+            match self.files.read_into(
+                &self.blobs,
                 &self.saved_key,
                 &self.saved_value,
                 &mut self.blob_value,

@@ -2,7 +2,8 @@
 //! last entries, to present keys, to keys between and beyond them, steps both ways and
 //! direction changes) compared at every position with the sorted entries it must show.
 //! The layers' tests below build a block, a table, a memtable and a merge of blocks from
-//! the same kind of model and run the walk on each.
+//! the same kind of model and run the walk on each. At every position the walk also checks
+//! the cursor's [`Cursor::next_hint`], when it gives one: it must name a later entry.
 
 use std::cmp::Ordering;
 
@@ -22,15 +23,24 @@ pub(crate) fn count_forward(cursor: &mut dyn Cursor) -> usize {
     n
 }
 
+/// The hints a walk met: how many, and how many named the very next entry.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Hints {
+    pub given: usize,
+    pub next: usize,
+}
+
 /// Drives `cursor` for `steps` random moves and checks each position against `model`,
-/// the entries it holds in the cursor's order (`cmp`).
+/// the entries it holds in the cursor's order (`cmp`), and each hint the cursor gives of
+/// the entry after it against the entries after it.
 pub(crate) fn check(
     cursor: &mut dyn Cursor,
     model: &[(Vec<u8>, Vec<u8>)],
     cmp: fn(&[u8], &[u8]) -> Ordering,
     seed: u64,
     steps: usize,
-) {
+) -> Hints {
+    let mut hints = Hints::default();
     let mut rng = seed | 1;
     let mut next = || {
         rng ^= rng << 13;
@@ -84,10 +94,24 @@ pub(crate) fn check(
                 );
                 assert_eq!(cursor.key(), &model[i].0[..], "step {step} {what}: key");
                 assert_eq!(cursor.value(), &model[i].1[..], "step {step} {what}: value");
+                if let Some(h) = cursor.next_hint() {
+                    hints.given += 1;
+                    let later = model[i + 1..].iter().position(|(k, v)| {
+                        k.ends_with(h.key_tail)
+                            && (h.key_tail.len() >= 8 || h.key_tail.len() == k.len())
+                            && v == h.value
+                    });
+                    assert!(
+                        later.is_some(),
+                        "step {step} {what}: {h:?} names no later entry"
+                    );
+                    hints.next += usize::from(later == Some(0));
+                }
             }
             None => assert!(!cursor.valid(), "step {step} {what}: valid, want the end"),
         }
     }
+    hints
 }
 
 /// A seek target: a present key, one just after or before it, or beyond either end.
@@ -176,13 +200,17 @@ mod tests {
                 let model = user_entries(seed, n);
                 for restart in [1, 2, 16] {
                     let block = block_of(&model, restart);
-                    check(
+                    let hints = check(
                         &mut block.iter(BytewiseComparator),
                         &model,
                         bytewise,
                         seed,
                         2_000,
                     );
+                    assert_eq!(hints.given, hints.next, "a block's hint is its next entry");
+                    if n >= 17 {
+                        assert!(hints.given > 0, "n {n}, restart {restart}: no hint given");
+                    }
                 }
             }
         }
@@ -218,7 +246,11 @@ mod tests {
                     .unwrap(),
                 );
                 let mut it = table.iter(crate::sstable::BlockReads::SCAN_ONCE);
-                check(&mut it, &model, compare_internal_keys, seed, 3_000);
+                let hints = check(&mut it, &model, compare_internal_keys, seed, 3_000);
+                assert_eq!(hints.given, hints.next, "a table's hint is its next entry");
+                if n >= 40 {
+                    assert!(hints.given > 0, "n {n}: no hint given");
+                }
             }
         }
     }
@@ -257,7 +289,11 @@ mod tests {
                     .map(|p| Box::new(block_of(p, 3).iter(InternalOrder::default())) as BoxCursor)
                     .collect();
                 let mut merged = MergingIter::new(cursors, InternalOrder::default());
-                check(&mut merged, &model, compare_internal_keys, seed, 3_000);
+                let hints = check(&mut merged, &model, compare_internal_keys, seed, 3_000);
+                // Hints come once one child is left (all along with one), and name the
+                // next entry.
+                assert!(children > 1 || hints.given > 0, "no hint given");
+                assert_eq!(hints.given, hints.next, "a merge's hint is its next entry");
             }
         }
     }
@@ -306,7 +342,9 @@ mod tests {
                 cache,
                 crate::sstable::BlockReads::SCAN_ONCE,
             );
-            check(&mut it, &model, compare_internal_keys, seed, 3_000);
+            let hints = check(&mut it, &model, compare_internal_keys, seed, 3_000);
+            assert!(hints.given > 0, "no hint given");
+            assert_eq!(hints.given, hints.next, "a level's hint is its next entry");
         }
     }
 

@@ -215,6 +215,20 @@ impl Cursor for MergingIter {
     fn status(&self) -> Result<()> {
         crate::iter::status_of(&self.err)
     }
+
+    /// The current child's hint, going forward, while it is the only child left (the
+    /// entry it names is then the next one); none while several are, since which child
+    /// holds the next entry is known only by comparing their keys.
+    fn next_hint(&self) -> Option<super::Hint<'_>> {
+        match (self.current, self.direction) {
+            (Some(cur), Direction::Forward)
+                if self.err.is_none() && self.live.iter().filter(|&&l| l).count() == 1 =>
+            {
+                self.children[cur].next_hint()
+            }
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]

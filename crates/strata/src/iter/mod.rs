@@ -28,6 +28,23 @@ pub trait Cursor {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+    /// A look at the entry after the current one, when it is cheap to see without moving:
+    /// the last bytes of its key (at least its last 8, or the whole key) and its value.
+    /// Only a hint, for asking the CPU early for what the next step will read: it may be
+    /// `None` anywhere, and after a merge of several children it may name an entry that
+    /// comes later than the next one. Nothing may depend on it but timing.
+    fn next_hint(&self) -> Option<Hint<'_>> {
+        None
+    }
+}
+
+/// What [`Cursor::next_hint`] shows of the next entry.
+#[derive(Debug, Clone, Copy)]
+pub struct Hint<'a> {
+    /// The key's last bytes: at least 8 (an internal key's tag), or the whole key.
+    pub key_tail: &'a [u8],
+    /// The value.
+    pub value: &'a [u8],
 }
 
 #[cfg(test)]
@@ -76,6 +93,9 @@ impl<C: Cursor + ?Sized> Cursor for Box<C> {
     }
     fn status(&self) -> Result<()> {
         (**self).status()
+    }
+    fn next_hint(&self) -> Option<Hint<'_>> {
+        (**self).next_hint()
     }
 }
 

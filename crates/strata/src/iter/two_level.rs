@@ -192,4 +192,9 @@ impl<O: Cursor, P: Parts> Cursor for TwoLevel<O, P> {
     fn status(&self) -> Result<()> {
         super::status_of(&self.err)
     }
+
+    /// The part's own hint: none at a part's last entry.
+    fn next_hint(&self) -> Option<super::Hint<'_>> {
+        self.inner.as_ref().and_then(|p| p.next_hint())
+    }
 }

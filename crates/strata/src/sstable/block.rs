@@ -648,6 +648,23 @@ impl<O: Comparator + Clone, B: BlockRef> Cursor for BlockIter<O, B> {
     fn status(&self) -> Result<()> {
         crate::iter::status_of(&self.err)
     }
+
+    /// The next entry's header decoded where it lies: none past the block's last entry,
+    /// or when the key bytes it stores are fewer than 8 and short of the whole key.
+    fn next_hint(&self) -> Option<crate::iter::Hint<'_>> {
+        if !self.valid() {
+            return None;
+        }
+        let e = self.block.entry_at(self.next_entry_offset())?;
+        if e.non_shared < 8 && e.shared > 0 {
+            return None;
+        }
+        let data = &self.block.data;
+        Some(crate::iter::Hint {
+            key_tail: data.get(e.delta..e.delta + e.non_shared)?,
+            value: data.get(e.delta + e.non_shared..e.delta + e.non_shared + e.value_len)?,
+        })
+    }
 }
 
 #[cfg(test)]
