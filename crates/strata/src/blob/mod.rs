@@ -21,9 +21,11 @@
 //!   (number at or above the version's log number); the manifest names it from the flush
 //!   that turns its log's memtable into a table.
 //! - X5 A record's CRC is skipped only at a read through the same open map of a sealed
-//!   file where a check of the same record (offset and length) passed; lengths and key are
-//!   checked at every read (`store.rs`).
+//!   file where a check of the record at the same offset passed (records of 512 bytes or
+//!   more: a bit per 512 bytes of the file, and two such records never start in one
+//!   span); lengths and key are checked at every read (`store.rs`, `checked.rs`).
 
+mod checked;
 mod file;
 mod scan;
 mod store;

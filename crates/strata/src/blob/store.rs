@@ -12,10 +12,10 @@
 //! complete.
 //!
 //! A value stored raw in a mapped file can be read in place: [`BlobStore::read_pinned`]
-//! returns a [`BlobView`] into the map, which keeps the map alive. A large record's CRC is
-//! checked at its first read through the map and not again while the file stays open (X5):
-//! a blob file is never written after it is sealed, so the bytes are those the first check
-//! passed, as a verified block in the block cache is.
+//! returns a [`BlobView`] into the map, which keeps the map alive. A record of 512 bytes
+//! or more has its CRC checked at its first read through the map and not again while the
+//! file stays open (X5, `checked.rs`): a blob file is never written after it is sealed, so
+//! the bytes are those the first check passed, as a verified block in the block cache is.
 //!
 //! Buffers: a reader's buffer is reused from value to value and never zeroed again once
 //! grown; a compressed value read with `pread` needs a second buffer, the thread's spare
@@ -34,16 +34,13 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
+use super::checked::Checked;
 use super::file::decode_record_checking;
 use super::{BlobRef, decode_record, decode_split, record_header_len};
 use crate::env::{Env, RandomAccessFile};
 use crate::error::{Error, Result};
 use crate::filename;
 use crate::open_files::OpenFiles;
-
-/// Records with a value this large or larger have their CRC checked once per open map
-/// (X5); below it a check costs less than remembering it.
-const CHECK_ONCE_MIN: u32 = 4 << 10;
 
 /// Mapped files kept open per descriptor slot: a map costs an entry in the process's map
 /// table (`vm.max_map_count`, 65,530 by default), not a descriptor. With the default
@@ -56,9 +53,8 @@ pub(super) struct Open {
     file: Arc<dyn RandomAccessFile>,
     /// The file's map, once it is complete (sealed) and maps are on.
     map: Option<Arc<dyn RandomAccessFile>>,
-    /// The records of at least `CHECK_ONCE_MIN` value bytes whose CRC matched in `map`,
-    /// by offset and length (X5).
-    checked: Arc<Mutex<std::collections::HashSet<(u64, u32)>>>,
+    /// The records of at least `checked::SPAN` bytes whose CRC matched in `map` (X5).
+    checked: Checked,
 }
 
 impl Open {
@@ -173,13 +169,13 @@ impl BlobStore {
             // A map reads with `pread`'s semantics too, and holds no descriptor.
             Some(m) => Open {
                 file: Arc::clone(&m),
+                checked: Checked::new(m.mapped().map_or(0, <[u8]>::len)),
                 map: Some(m),
-                checked: Default::default(),
             },
             None => Open {
                 file: self.env.new_random_access(&path)?,
                 map: None,
-                checked: Default::default(),
+                checked: Checked::new(0),
             },
         });
         match &open.map {
@@ -422,13 +418,12 @@ fn read_ref<'m>(
             ));
         }
         let record = &map[start..end];
-        let once = r.value_len >= CHECK_ONCE_MIN;
-        let mark = (r.offset, r.record_len);
-        let checked = once && lock_checked(&open.checked).contains(&mark);
+        let once = Checked::keeps(r.record_len);
+        let checked = once && open.checked.contains(r.offset);
         let (key, value) = decode_record_checking(r, record, !checked)?;
         check_key(r, key, user_key)?;
         if once && !checked {
-            lock_checked(&open.checked).insert(mark);
+            open.checked.mark(r.offset);
         }
         return Ok(Stored::Mapped(value));
     }
@@ -461,12 +456,6 @@ fn read_ref<'m>(
         r.offset,
         "blob record's layout does not match its ref",
     ))
-}
-
-fn lock_checked(
-    m: &Mutex<std::collections::HashSet<(u64, u32)>>,
-) -> std::sync::MutexGuard<'_, std::collections::HashSet<(u64, u32)>> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Where [`BlobStore::read_with`] left a record's stored value.
