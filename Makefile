@@ -174,7 +174,7 @@ bench-micro: deps
 soak: deps
 	STRATA_SIM_CRASHES=200000 $(CARGO) test --release -p strata --test crash_sim -- --nocapture
 	STRATA_STATES_RUNS=300 STRATA_STATES_OPS=200 STRATA_STATES_PER_POINT=24 $(CARGO) test --release -p strata --test crash_states -- --nocapture
-	LOOM_MAX_PREEMPTIONS=100 $(CARGO) test -p strata --test loom_models -- --nocapture
+	LOOM_MAX_PREEMPTIONS=5 $(CARGO) test --release -p strata --test loom_models -- --nocapture
 	STRATA_POINTS_SEEDS=20 $(CARGO) test --release -p strata --test crash_points -- --nocapture
 	STRATA_SWEEP_CASES=0 $(CARGO) test --release -p strata --test corruption_sweep -- --nocapture
 	STRATA_CRASH_CYCLES=2000 $(CARGO) test --release -p strata --test crash -- --nocapture

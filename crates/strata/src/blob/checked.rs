@@ -1,27 +1,28 @@
 //! [`Checked`]: which records of one open map of a blob file passed their CRC check (X5).
 //!
-//! A bit per [`SPAN`] bytes of the file, set for the record that starts in that span.
-//! Only records of at least `SPAN` bytes are marked or looked up: two of them never start
-//! in one span (records do not overlap), so a bit names one record. A read still checks
-//! the record's lengths against its ref and its key against the one looked up, so a ref
-//! to the same offset with other lengths never passes for the checked record.
+//! A slot per [`SPAN`] bytes of the file holds where in the span the record that starts
+//! there begins (its offset within the span, plus one; zero for none). Only records of at
+//! least `SPAN` bytes are marked or looked up: two of them never start in one span
+//! (records do not overlap), so each has a slot of its own, and a lookup matches only the
+//! exact offset that was checked. A read still checks the record's lengths against its
+//! ref and its key against the one looked up.
 //!
-//! The bits cost one load to look up and one atomic OR to set, where a set of offsets
-//! behind a mutex cost more than the CRC of a 1 KiB record (so records under 4 KiB were
-//! checked at every read). They take a 4096th of the file's size, allocated at the first
-//! mark: 1 KiB for a 4 MiB blob file.
+//! A slot costs one load to look up and one store to mark, where a set of offsets behind
+//! a mutex cost more than the CRC of a 1 KiB record (so records under 4 KiB were checked
+//! at every read). The slots take a 256th of the file's size, allocated at the first
+//! mark: 16 KiB for a 4 MiB blob file.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU16, Ordering};
 
-/// Bytes of file per bit, and the least record length marked.
+/// Bytes of file per slot, and the least record length marked.
 pub(super) const SPAN: usize = 512;
 
 /// The checked records of one map of `len` bytes.
 #[derive(Debug)]
 pub(super) struct Checked {
     len: usize,
-    bits: OnceLock<Box<[AtomicU64]>>,
+    slots: OnceLock<Box<[AtomicU16]>>,
 }
 
 impl Checked {
@@ -29,7 +30,7 @@ impl Checked {
     pub(super) fn new(len: usize) -> Self {
         Checked {
             len,
-            bits: OnceLock::new(),
+            slots: OnceLock::new(),
         }
     }
 
@@ -38,32 +39,33 @@ impl Checked {
         record_len as usize >= SPAN
     }
 
-    /// The word and bit of the record at `offset`, if inside the map.
-    fn place(offset: u64) -> Option<(usize, u64)> {
-        let span = usize::try_from(offset).ok()? / SPAN;
-        Some((span / 64, 1 << (span % 64)))
+    /// The slot of the record at `offset`, and what it holds once that record is marked.
+    fn place(offset: u64) -> Option<(usize, u16)> {
+        let offset = usize::try_from(offset).ok()?;
+        Some((offset / SPAN, (offset % SPAN) as u16 + 1))
     }
 
     /// Whether the record of at least [`SPAN`] bytes at `offset` passed its check.
     pub(super) fn contains(&self, offset: u64) -> bool {
-        let (Some(bits), Some((word, bit))) = (self.bits.get(), Self::place(offset)) else {
+        let (Some(slots), Some((slot, mark))) = (self.slots.get(), Self::place(offset)) else {
             return false;
         };
-        bits.get(word)
-            .is_some_and(|w| w.load(Ordering::Acquire) & bit != 0)
+        slots
+            .get(slot)
+            .is_some_and(|s| s.load(Ordering::Acquire) == mark)
     }
 
     /// Marks the record of at least [`SPAN`] bytes at `offset` as checked.
     pub(super) fn mark(&self, offset: u64) {
-        let Some((word, bit)) = Self::place(offset) else {
+        let Some((slot, mark)) = Self::place(offset) else {
             return;
         };
-        let words = self.len.div_ceil(SPAN).div_ceil(64);
-        let bits = self
-            .bits
-            .get_or_init(|| (0..words).map(|_| AtomicU64::new(0)).collect());
-        if let Some(w) = bits.get(word) {
-            w.fetch_or(bit, Ordering::Release);
+        let n = self.len.div_ceil(SPAN);
+        let slots = self
+            .slots
+            .get_or_init(|| (0..n).map(|_| AtomicU16::new(0)).collect());
+        if let Some(s) = slots.get(slot) {
+            s.store(mark, Ordering::Release);
         }
     }
 }
@@ -73,19 +75,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_mark_names_the_span_its_record_starts_in() {
+    fn a_mark_names_its_offset_only() {
+        let at = 3 * SPAN as u64 + 100;
         let c = Checked::new(10 * SPAN + 7);
-        assert!(!c.contains(0), "nothing marked");
-        c.mark(3 * SPAN as u64 + 100);
-        assert!(c.contains(3 * SPAN as u64 + 100));
-        assert!(!c.contains(2 * SPAN as u64 + 100), "the span before");
-        assert!(!c.contains(4 * SPAN as u64 + 100), "the span after");
-        // The last span, short of a whole one, is kept too.
+        assert!(!c.contains(at), "nothing marked");
+        c.mark(at);
+        assert!(c.contains(at));
+        // Another offset of the same span, and the same place in the spans around it.
+        assert!(!c.contains(at + 1));
+        assert!(!c.contains(at - 100));
+        assert!(!c.contains(at - SPAN as u64));
+        assert!(!c.contains(at + SPAN as u64));
+        // The first byte of a span and the last span, short of a whole one, are kept too.
+        c.mark(0);
+        assert!(c.contains(0));
         c.mark(10 * SPAN as u64 + 3);
         assert!(c.contains(10 * SPAN as u64 + 3));
         // Past the map: neither kept nor found.
-        c.mark(64 * SPAN as u64 * 5);
-        assert!(!c.contains(64 * SPAN as u64 * 5));
+        c.mark(64 * SPAN as u64);
+        assert!(!c.contains(64 * SPAN as u64));
         assert!(!c.contains(u64::MAX));
     }
 
@@ -97,17 +105,17 @@ mod tests {
 
     #[test]
     fn marks_from_many_threads_all_stay() {
-        let c = std::sync::Arc::new(Checked::new(64 * SPAN * 4));
+        let c = Checked::new(SPAN * 256);
         std::thread::scope(|s| {
             for t in 0..4u64 {
                 let c = &c;
                 s.spawn(move || {
                     for i in (t..256).step_by(4) {
-                        c.mark(i * SPAN as u64);
+                        c.mark(i * SPAN as u64 + i);
                     }
                 });
             }
         });
-        assert!((0..256u64).all(|i| c.contains(i * SPAN as u64)));
+        assert!((0..256u64).all(|i| c.contains(i * SPAN as u64 + i)));
     }
 }

@@ -20,10 +20,11 @@
 //! - X3 A blob file is live while the manifest names it or its log is still needed
 //!   (number at or above the version's log number); the manifest names it from the flush
 //!   that turns its log's memtable into a table.
-//! - X5 A record's CRC is skipped only at a read through the same open map of a sealed
-//!   file where a check of the record at the same offset passed (records of 512 bytes or
-//!   more: a bit per 512 bytes of the file, and two such records never start in one
-//!   span); lengths and key are checked at every read (`store.rs`, `checked.rs`).
+//! - X5 A record's CRC is skipped only at a read for a caller (a get or a scan) through
+//!   the same open map of a sealed file where a check of the record at the same offset
+//!   passed (records of 512 bytes or more, each with a slot of its own per 512 bytes of
+//!   the file, `checked.rs`); lengths and key are checked at every read, and reads that
+//!   verify or copy values into new files check every CRC (`store.rs`).
 
 mod checked;
 mod file;

@@ -64,6 +64,12 @@ impl ScanFiles {
         .map_err(store.located(r.file))
     }
 
+    /// How many files are kept.
+    #[cfg(test)]
+    pub(super) fn kept(&self) -> usize {
+        self.slots.iter().flatten().count()
+    }
+
     /// Whether blob file `file` is kept.
     fn has(&self, file: u64) -> bool {
         self.get(file).is_some()

@@ -13,9 +13,11 @@
 //!
 //! A value stored raw in a mapped file can be read in place: [`BlobStore::read_pinned`]
 //! returns a [`BlobView`] into the map, which keeps the map alive. A record of 512 bytes
-//! or more has its CRC checked at its first read through the map and not again while the
-//! file stays open (X5, `checked.rs`): a blob file is never written after it is sealed, so
-//! the bytes are those the first check passed, as a verified block in the block cache is.
+//! or more has its CRC checked at its first read through the map and not again by gets
+//! and scans while the file stays open (X5, `checked.rs`): a blob file is never written
+//! after it is sealed, so the bytes are those the first check passed, as a verified block
+//! in the block cache is. Reads that verify or copy values into new files check every
+//! CRC ([`BlobStore::read_into`], [`BlobStore::read_stored_into`]).
 //!
 //! Buffers: a reader's buffer is reused from value to value and never zeroed again once
 //! grown; a compressed value read with `pread` needs a second buffer, the thread's spare
@@ -219,16 +221,22 @@ impl BlobStore {
         let r = BlobRef::decode(encoded_ref)?;
         let mut out = Vec::new();
         if r.raw_len.is_none() {
-            self.read_with(user_key, &r, &mut out, keep_stored)?;
+            self.read_with(user_key, &r, &mut out, Marks::Trust, keep_stored)?;
             return Ok(out);
         }
         // Compressed: the stored bytes (when read with `pread`) go to the thread's spare
         // buffer, the value, which the caller keeps, to a buffer of its own size.
         let mut spare = SPARE.take();
-        let read = self.read_with(user_key, &r, &mut spare, |r, stored, spare| match stored {
-            Stored::Mapped(v) => decompress(r, v, &mut out),
-            Stored::InBuffer => decompress(r, spare, &mut out),
-        });
+        let read = self.read_with(
+            user_key,
+            &r,
+            &mut spare,
+            Marks::Trust,
+            |r, stored, spare| match stored {
+                Stored::Mapped(v) => decompress(r, v, &mut out),
+                Stored::InBuffer => decompress(r, spare, &mut out),
+            },
+        );
         SPARE.set(spare);
         read.map(|()| out)
     }
@@ -278,17 +286,19 @@ impl BlobStore {
     }
 
     /// [`BlobStore::read`] into `out`, for a caller that reads many values into one
-    /// buffer (an iterator): `out`'s allocation is reused, and a compressed value read
-    /// with `pread` is decompressed into the thread's spare buffer, which then trades
-    /// places with `out`, so that in a scan neither allocates nor zeroes.
+    /// buffer (verification, garbage collection, a checkpoint, recovery): `out`'s
+    /// allocation is reused, and a compressed value read with `pread` is decompressed
+    /// into the thread's spare buffer, which then trades places with `out`, so that
+    /// neither allocates nor zeroes. Every record's CRC is checked, whatever X5 remembers.
     pub fn read_into(&self, user_key: &[u8], encoded_ref: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let r = BlobRef::decode(encoded_ref)?;
         let open = self.open(r.file).map_err(self.located(r.file))?;
-        read_into_in(user_key, &r, &open, out).map_err(self.located(r.file))
+        read_into_in(user_key, &r, &open, out, Marks::Ignore).map_err(self.located(r.file))
     }
 
     /// The value `encoded_ref` points to as its record stores it (compressed if the ref
-    /// says so), checked against `user_key` (X2), into `out`.
+    /// says so), checked against `user_key` (X2) and its CRC whatever X5 remembers, into
+    /// `out` (garbage collection's moves).
     pub fn read_stored_into(
         &self,
         user_key: &[u8],
@@ -296,7 +306,7 @@ impl BlobStore {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         let r = BlobRef::decode(encoded_ref)?;
-        self.read_with(user_key, &r, out, keep_stored)
+        self.read_with(user_key, &r, out, Marks::Ignore, keep_stored)
     }
 
     /// Reads and checks (X2) the record `r` points to, then `finish`es its stored value:
@@ -308,11 +318,12 @@ impl BlobStore {
         user_key: &[u8],
         r: &BlobRef,
         buf: &mut Vec<u8>,
+        marks: Marks,
         finish: impl FnOnce(&BlobRef, Stored<'_>, &mut Vec<u8>) -> Result<()>,
     ) -> Result<()> {
         self.open(r.file)
             .and_then(|open| {
-                let stored = read_ref(user_key, r, &open, buf)?;
+                let stored = read_ref(user_key, r, &open, buf, marks)?;
                 finish(r, stored, buf)
             })
             .map_err(self.located(r.file))
@@ -357,8 +368,9 @@ fn view_in(user_key: &[u8], r: &BlobRef, open: &Open) -> Result<Option<BlobView>
     let Some(map) = open.map.as_ref().filter(|m| m.mapped().is_some()) else {
         return Ok(None);
     };
-    // Checks the record where it lies (X2, X5); the value is the record's tail.
-    read_ref(user_key, r, open, &mut Vec::new())?;
+    // Checks the record where it lies (X2, X5): it is inside the map, and its value is
+    // its tail.
+    read_ref(user_key, r, open, &mut Vec::new(), Marks::Trust)?;
     let end = r.offset as usize + r.record_len as usize;
     Ok(Some(BlobView {
         map: Arc::clone(map),
@@ -376,13 +388,19 @@ pub(super) fn view_or_read_in(
 ) -> Result<Option<BlobView>> {
     match view_in(user_key, r, open)? {
         Some(view) => Ok(Some(view)),
-        None => read_into_in(user_key, r, open, out).map(|()| None),
+        None => read_into_in(user_key, r, open, out, Marks::Trust).map(|()| None),
     }
 }
 
 /// [`BlobStore::read_into`] in `open`.
-fn read_into_in(user_key: &[u8], r: &BlobRef, open: &Open, out: &mut Vec<u8>) -> Result<()> {
-    let stored = read_ref(user_key, r, open, out)?;
+fn read_into_in(
+    user_key: &[u8],
+    r: &BlobRef,
+    open: &Open,
+    out: &mut Vec<u8>,
+    marks: Marks,
+) -> Result<()> {
+    let stored = read_ref(user_key, r, open, out, marks)?;
     if r.raw_len.is_none() {
         return keep_stored(r, stored, out);
     }
@@ -398,28 +416,46 @@ fn read_into_in(user_key: &[u8], r: &BlobRef, open: &Open, out: &mut Vec<u8>) ->
     }
 }
 
+/// How a read through a map treats a record whose check passed before (X5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Marks {
+    /// Skip its CRC: a read for a caller.
+    Trust,
+    /// Check its CRC all the same: a read that verifies the database or copies the value
+    /// into a new file (garbage collection, a checkpoint's inlining, recovery), where bytes
+    /// changed on disk since the first check must not be carried on under a new CRC.
+    Ignore,
+}
+
 /// [`BlobStore::read_with`]'s read and checks.
 fn read_ref<'m>(
     user_key: &[u8],
     r: &BlobRef,
     open: &'m Open,
     out: &mut Vec<u8>,
+    marks: Marks,
 ) -> Result<Stored<'m>> {
-    let (start, end) = (r.offset as usize, r.offset as usize + r.record_len as usize);
+    let past_the_end = || {
+        Error::corruption(
+            "",
+            r.offset,
+            format!(
+                "blob record of {} bytes runs past the end of the file",
+                r.record_len
+            ),
+        )
+    };
     if let Some(map) = open.map.as_ref().and_then(|m| m.mapped()) {
+        let start = usize::try_from(r.offset).map_err(|_| past_the_end())?;
+        let end = start
+            .checked_add(r.record_len as usize)
+            .ok_or_else(past_the_end)?;
         if end > map.len() {
-            return Err(Error::corruption(
-                "",
-                r.offset,
-                format!(
-                    "blob record of {} bytes runs past the end of the file",
-                    r.record_len
-                ),
-            ));
+            return Err(past_the_end());
         }
         let record = &map[start..end];
         let once = Checked::keeps(r.record_len);
-        let checked = once && open.checked.contains(r.offset);
+        let checked = once && marks == Marks::Trust && open.checked.contains(r.offset);
         let (key, value) = decode_record_checking(r, record, !checked)?;
         check_key(r, key, user_key)?;
         if once && !checked {
@@ -437,11 +473,11 @@ fn read_ref<'m>(
         if out.len() < n {
             out.resize(n, 0);
         }
-        read_exact(
-            open.file.as_ref(),
-            r.offset + head_len as u64,
-            &mut out[..n],
-        )?;
+        let value_at = r
+            .offset
+            .checked_add(head_len as u64)
+            .ok_or_else(past_the_end)?;
+        read_exact(open.file.as_ref(), value_at, &mut out[..n])?;
         let key = decode_split(r, &head, &out[..n])?;
         check_key(r, key, user_key)?;
         return Ok(Stored::InBuffer);

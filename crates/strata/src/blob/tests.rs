@@ -170,7 +170,47 @@ fn a_scan_keeps_no_file_read_without_a_map() {
         .unwrap();
     assert!(view.is_none(), "read with pread");
     assert_eq!(out, vec![7u8; 5000]);
-    assert!(!store.in_use(3), "a descriptor is not kept");
+    assert_eq!(files.kept(), 0, "a descriptor is not kept");
+}
+
+#[test]
+fn a_file_a_scan_keeps_stays_in_use_once_the_store_closed_it() {
+    let (tmp, store, r) = mapped_store();
+    let mut files = ScanFiles::default();
+    let mut out = Vec::new();
+    files
+        .read_into(&store, b"k", &r.encode(), &mut out)
+        .unwrap();
+    // Enough other mapped files read that the store closes file 3 (the least recently
+    // read): it keeps 16 maps per descriptor slot.
+    let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
+    for n in 10..30u64 {
+        let file = env.new_writable(&filename::blob(tmp.path(), n)).unwrap();
+        let mut w = BlobWriter::new(file, n).unwrap();
+        let other = w.add(b"o", &[1u8; 600]).unwrap();
+        w.flush().unwrap();
+        drop(w);
+        store.read(b"o", &other.encode()).unwrap();
+    }
+    assert!(store.open_files() < 20, "the store closed some");
+    assert!(store.in_use(3), "the scan keeps the map the store let go");
+    drop(files);
+    assert!(!store.in_use(3));
+}
+
+#[test]
+fn a_ref_past_any_file_is_an_error() {
+    let (tmp, store, r) = mapped_store();
+    let env: Arc<dyn Env> = Arc::new(crate::env::DiskEnv::new());
+    let unmapped = BlobStore::new(env, tmp.path().to_path_buf(), false, 1);
+    for offset in [u64::MAX, u64::MAX - 3, 1 << 40] {
+        let bad = BlobRef { offset, ..r };
+        for store in [&store, &unmapped] {
+            assert!(store.read(b"k", &bad.encode()).is_err());
+            let mut out = Vec::new();
+            assert!(store.read_into(b"k", &bad.encode(), &mut out).is_err());
+        }
+    }
 }
 
 #[test]
@@ -513,6 +553,16 @@ fn a_record_of_a_span_is_checked_once_and_a_shorter_one_at_every_read() {
         9,
         "read where it lies"
     );
+    // A read that copies values on or verifies them checks every CRC all the same.
+    let mut out = Vec::new();
+    let e = store
+        .read_into(b"kib", &refs[1].encode(), &mut out)
+        .unwrap_err();
+    assert!(e.is_corruption(), "{e}");
+    let e = store
+        .read_stored_into(b"kib", &refs[1].encode(), &mut out)
+        .unwrap_err();
+    assert!(e.is_corruption(), "{e}");
     // A fresh map checks again.
     store.evict(7);
     assert!(read(b"kib", &refs[1]).unwrap_err().is_corruption());

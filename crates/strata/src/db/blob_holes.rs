@@ -23,11 +23,11 @@
 //!   lookup or snapshot reaches the ref through one: not only the compaction's inputs
 //!   hold it, but every table a kept ref was copied from since it was written), no
 //!   flushed memtable of the file's WAL is still held by a reader (a lookup may have
-//!   found the ref there before it reached a table), and no view or read holds the
+//!   found the ref there before it reached a table), and no view, read or scan holds the
 //!   file's map (`BlobStore::in_use`: a `BlobView` handed out before the ref was dropped
-//!   keeps its bytes; an iterator keeps the maps it read from, `blob/scan.rs`). A record that met these once stays unreadable (its ref never comes
-//!   back; a view taken later cannot reach it), so a hole may span records that met them
-//!   in earlier passes. A file with other hard links (a checkpoint's) is never punched
+//!   keeps its bytes; an iterator keeps the maps it read from, `blob/scan.rs`). A record
+//!   that met these once stays unreadable (its ref never comes back; a view taken later
+//!   cannot reach it), so a hole may span records that met them in earlier passes. A file with other hard links (a checkpoint's) is never punched
 //!   (`Env::punch_holes`). Holes are recorded nowhere: after a crash a punched record may
 //!   read whole or as zeros, and nothing reads it either way. What holes free or will is
 //!   counted in memory from zero at each open (`State::blob_holed`, for garbage

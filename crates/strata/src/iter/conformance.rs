@@ -295,6 +295,16 @@ mod tests {
                 assert!(children > 1 || hints.given > 0, "no hint given");
                 assert_eq!(hints.given, hints.next, "a merge's hint is its next entry");
             }
+            // One child holds the first entries, another the rest: past the first child,
+            // the merge gives hints.
+            let cursors: Vec<BoxCursor> = [&model[..20], &model[20..]]
+                .iter()
+                .map(|p| Box::new(block_of(p, 3).iter(InternalOrder::default())) as BoxCursor)
+                .collect();
+            let mut merged = MergingIter::new(cursors, InternalOrder::default());
+            let hints = check(&mut merged, &model, compare_internal_keys, seed, 3_000);
+            assert!(hints.given > 0, "no hint given past the first child");
+            assert_eq!(hints.given, hints.next, "a merge's hint is its next entry");
         }
     }
 

@@ -31,8 +31,8 @@ pub trait Cursor {
     /// A look at the entry after the current one, when it is cheap to see without moving:
     /// the last bytes of its key (at least its last 8, or the whole key) and its value.
     /// Only a hint, for asking the CPU early for what the next step will read: it may be
-    /// `None` anywhere, and after a merge of several children it may name an entry that
-    /// comes later than the next one. Nothing may depend on it but timing.
+    /// `None` anywhere (a merge gives none while several children are live). Nothing may
+    /// depend on it but timing.
     fn next_hint(&self) -> Option<Hint<'_>> {
         None
     }
