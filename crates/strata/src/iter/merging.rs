@@ -216,16 +216,13 @@ impl Cursor for MergingIter {
         crate::iter::status_of(&self.err)
     }
 
-    /// The current child's hint, going forward, while it is the only child left (the
-    /// entry it names is then the next one); none while several are, since which child
-    /// holds the next entry is known only by comparing their keys.
+    /// The current child's hint, going forward. While several children are live the
+    /// entry it names may come a few steps later than the next one (which child holds
+    /// the next entry is known only by comparing their keys); it is still an entry the
+    /// merge will reach, so asking for it early is rarely wasted.
     fn next_hint(&self) -> Option<super::Hint<'_>> {
         match (self.current, self.direction) {
-            (Some(cur), Direction::Forward)
-                if self.err.is_none() && self.live.iter().filter(|&&l| l).count() == 1 =>
-            {
-                self.children[cur].next_hint()
-            }
+            (Some(cur), Direction::Forward) if self.err.is_none() => self.children[cur].next_hint(),
             _ => None,
         }
     }

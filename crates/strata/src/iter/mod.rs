@@ -30,9 +30,9 @@ pub trait Cursor {
     fn status(&self) -> Result<()>;
     /// A look at the entry after the current one, when it is cheap to see without moving:
     /// the last bytes of its key (at least its last 8, or the whole key) and its value.
-    /// Only a hint, for asking the CPU early for what the next step will read: it may be
-    /// `None` anywhere (a merge gives none while several children are live). Nothing may
-    /// depend on it but timing.
+    /// Only a hint, for asking the CPU early for what the next steps will read: it may be
+    /// `None` anywhere, and a merge of several children may name an entry that comes a
+    /// few steps later than the next one. Nothing may depend on it but timing.
     fn next_hint(&self) -> Option<Hint<'_>> {
         None
     }
