@@ -445,7 +445,7 @@ fn read_ref<'m>(
             ),
         )
     };
-    if let Some(map) = open.map.as_ref().and_then(|m| m.mapped()) {
+    if let Some(map) = open.mapped() {
         let start = usize::try_from(r.offset).map_err(|_| past_the_end())?;
         let end = start
             .checked_add(r.record_len as usize)

@@ -179,14 +179,8 @@ impl DbIterator {
         let Some(hint) = self.inner.next_hint() else {
             return;
         };
-        let tag = hint
-            .key_tail
-            .len()
-            .checked_sub(8)
-            .and_then(|at| hint.key_tail.get(at..));
-        if let Some(tag) = tag
-            && tag[0] == ValueType::BlobRef as u8
-        {
+        // The tail ends with the key's tag, which is all `parse` reads of it here.
+        if ParsedInternalKey::parse(hint.key_tail).is_some_and(|p| p.ty == ValueType::BlobRef) {
             self.files.ask(hint.value);
         }
     }

@@ -274,6 +274,15 @@ mod tests {
         }
     }
 
+    /// A merge of one block per part.
+    fn merge_of<P: AsRef<[(Vec<u8>, Vec<u8>)]>>(parts: &[P]) -> MergingIter {
+        let cursors: Vec<BoxCursor> = parts
+            .iter()
+            .map(|p| Box::new(block_of(p.as_ref(), 3).iter(InternalOrder::default())) as BoxCursor)
+            .collect();
+        MergingIter::new(cursors, InternalOrder::default())
+    }
+
     #[test]
     fn merging_cursors_conform() {
         for seed in 1..6u64 {
@@ -284,11 +293,7 @@ mod tests {
                 for (i, e) in model.iter().enumerate() {
                     parts[(i * 31 + seed as usize) % children].push(e.clone());
                 }
-                let cursors: Vec<BoxCursor> = parts
-                    .iter()
-                    .map(|p| Box::new(block_of(p, 3).iter(InternalOrder::default())) as BoxCursor)
-                    .collect();
-                let mut merged = MergingIter::new(cursors, InternalOrder::default());
+                let mut merged = merge_of(&parts);
                 let hints = check(&mut merged, &model, compare_internal_keys, seed, 3_000);
                 // Hints name later entries (`check`); with one child, the next one.
                 assert!(hints.given > 0, "{children} children: no hint given");
@@ -301,11 +306,7 @@ mod tests {
             }
             // One child holds the first entries, another the rest: each hint is the next
             // entry, across the change of child too.
-            let cursors: Vec<BoxCursor> = [&model[..20], &model[20..]]
-                .iter()
-                .map(|p| Box::new(block_of(p, 3).iter(InternalOrder::default())) as BoxCursor)
-                .collect();
-            let mut merged = MergingIter::new(cursors, InternalOrder::default());
+            let mut merged = merge_of(&[&model[..20], &model[20..]]);
             let hints = check(&mut merged, &model, compare_internal_keys, seed, 3_000);
             assert!(hints.given > 0, "no hint given");
             assert_eq!(hints.given, hints.next, "{hints:?}");
